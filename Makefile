@@ -1,0 +1,34 @@
+# The two commands a newcomer runs: `make demo` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench clean
+
+# torch goes in first and pinned: left to a dependency resolver, pip would pull a
+# multi-GB CUDA build. The stamp reinstalls when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/atoll demo --out runs/demo
+
+# Two pytest workers: most integration tests wait on processes, links and heartbeats, so
+# two at once took 9 min here where one took 13. A module runs on one worker.
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -n 2 --dist loadscope
+
+bench: setup
+	$(BIN)/atoll bench site
+
+clean:
+	rm -rf $(VENV) runs bench/results

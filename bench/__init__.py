@@ -1,0 +1,1 @@
+"""Benchmark scenarios: each prints a table and writes JSON under bench/results/."""

@@ -1,0 +1,242 @@
+"""The geo tier against its baselines, in the simulator.
+
+For each scenario (topology x partition) every policy trains the same model on the
+same data from the same seed, with one compute profile measured once at the start,
+and is scored on time to the target accuracy, WAN bytes, final accuracy and stall.
+Prints a table per scenario, writes JSON and a plot per scenario.
+"""
+
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from atoll.platform.core.files import write_json
+from atoll.platform.core.plots import plot_timelines
+from atoll.platform.data import load_dataset
+from atoll.platform.geo.job import GeoJob
+from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.sim.compute import ComputeProfile, compute_profile, measure_step_s
+from atoll.platform.sim.simulator import GeoSimulation
+from atoll.platform.site.optim import OptimizerSpec
+
+_PROFILE_SAMPLES = 5
+spawn = get_context("spawn")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    topology: str
+    partition: str
+    sites: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.topology}, {self.partition}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    dataset: str
+    scenarios: tuple[Scenario, ...]
+    policies: tuple[GeoSpec, ...]
+    clocks: int
+    batch_size: int
+    workers: int
+    target: float
+    eval_every: int
+    eval_samples: int
+    optimizer: OptimizerSpec
+
+
+def _policies(staleness: int, period: int, budget_mbps: float) -> tuple[GeoSpec, ...]:
+    asp = {"policy": "asp", "staleness": staleness}
+    return (
+        GeoSpec(policy="lan"),
+        GeoSpec(policy="bsp"),
+        GeoSpec(policy="fedavg", period=period),
+        GeoSpec(policy="diloco", period=period),
+        GeoSpec(**asp, threshold=0.01),
+        GeoSpec(**asp, threshold=0.05),
+        GeoSpec(**asp, threshold=0.05, value_type="int8"),
+        GeoSpec(**asp, threshold=0.01, budget_mbps=budget_mbps),
+        GeoSpec(policy="none"),
+    )
+
+
+FULL = Plan(
+    dataset="fashion-mnist",
+    scenarios=(
+        Scenario("three-continents", "dirichlet:0.5"),
+        Scenario("three-continents", "iid"),
+        Scenario("gaia-11", "dirichlet:0.5"),
+        Scenario("gaia-11", "iid"),
+    ),
+    policies=_policies(staleness=1, period=10, budget_mbps=10.0),
+    clocks=200,
+    batch_size=64,
+    workers=1,
+    target=0.85,
+    eval_every=20,
+    eval_samples=1000,
+    optimizer=OptimizerSpec(),
+)
+
+QUICK = Plan(
+    dataset="digits",
+    scenarios=(Scenario("three-continents", "dirichlet:0.5"),),
+    policies=_policies(staleness=1, period=5, budget_mbps=10.0),
+    clocks=40,
+    batch_size=16,
+    workers=1,
+    target=0.8,
+    eval_every=10,
+    eval_samples=360,
+    optimizer=OptimizerSpec(),
+)
+
+
+def run(
+    quick: bool = False,
+    out: Path = Path("bench/results/geo"),
+    jobs: int = 2,
+    compute: str = "measured",
+    console: Console | None = None,
+) -> dict:
+    plan = QUICK if quick else FULL
+    # Wide enough for the table when the output is a file, not a terminal.
+    console = console or Console(width=160)
+    train = load_dataset(plan.dataset).train
+    # One profile for every run, so policies differ only in what they do.
+    if compute == "measured":
+        step_s = statistics.median(
+            measure_step_s("cnn", train, plan.batch_size) for _ in range(_PROFILE_SAMPLES)
+        )
+        profile = ComputeProfile(step_s, source=f"measured here: {step_s * 1000:.1f} ms per clock")
+    else:
+        profile = compute_profile(compute, "cnn", train, plan.batch_size)
+        step_s = profile.step_s
+    console.print(f"compute profile: {profile.source}")
+    results: dict[str, Any] = {
+        "scenario": "geo",
+        "quick": quick,
+        "dataset": plan.dataset,
+        "clocks": plan.clocks,
+        "batch_per_worker": plan.batch_size,
+        "target_accuracy": plan.target,
+        "compute_step_s": step_s,
+        "compute_profile": profile.source,
+        "optimizer": plan.optimizer.model_dump(),
+        "scenarios": {},
+    }
+    total = len(plan.scenarios) * len(plan.policies)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn())
+    progress = Progress(*columns, TimeElapsedColumn(), console=console)
+    runs = [(scenario, policy) for scenario in plan.scenarios for policy in plan.policies]
+    # Each run is one process with one thread: runs in parallel use the cores well and
+    # never change each other's results (virtual time does not depend on wall time).
+    with progress, ProcessPoolExecutor(jobs, mp_context=spawn, initializer=_one_thread) as pool:
+        task = progress.add_task("geo bench", total=total)
+        futures = {pool.submit(_run_one, plan, s, p, profile): (s, p) for s, p in runs}
+        done: dict[tuple[str, str], dict] = {}
+        for future in as_completed(futures):
+            scenario, policy = futures[future]
+            done[(scenario.name, policy.label)] = future.result()
+            progress.update(task, advance=1, description=f"{scenario.name}: {policy.label} done")
+    for scenario in plan.scenarios:
+        rows = [done[(scenario.name, policy.label)] for policy in plan.policies]
+        _score(rows)
+        results["scenarios"][scenario.name] = rows
+        console.print(_table(scenario, rows, plan.target))
+        plot = plot_timelines(
+            {r["policy"]: r["timeline"] for r in rows},
+            out / f"{scenario.topology}-{scenario.partition.replace(':', '')}.png",
+            f"{plan.dataset} on {scenario.name} (simulated)",
+            "virtual time (s)",
+            plan.target,
+        )
+        console.print(f"plot: {plot}")
+    path = out / ("geo-quick.json" if quick else "geo.json")
+    write_json(path, results)
+    console.print(f"wrote {path}")
+    return results
+
+
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+def _run_one(plan: Plan, scenario: Scenario, policy: GeoSpec, profile: ComputeProfile) -> dict:
+    job = GeoJob(
+        dataset=plan.dataset,
+        topology=scenario.topology,
+        sites=scenario.sites,
+        partition=scenario.partition,
+        workers=plan.workers,
+        batch_size=plan.batch_size,
+        optimizer=plan.optimizer,
+        geo=policy,
+        clocks=plan.clocks,
+        target_accuracy=plan.target,
+        eval_every=plan.eval_every,
+        eval_samples=plan.eval_samples,
+    )
+    start = time.perf_counter()
+    summary = GeoSimulation(job, profile).run()
+    keep = (
+        "policy", "final_accuracy", "min_site_accuracy", "time_to_target_s", "clocks_to_target",
+        "wan_bytes", "wan_bytes_to_target", "stall_s", "virtual_time_s", "clocks", "timeline",
+        "links",
+    )  # fmt: skip
+    return {**{k: summary[k] for k in keep}, "wall_s": time.perf_counter() - start}
+
+
+def _score(rows: list[dict]) -> None:
+    """Speed-up over bsp, time relative to lan, and bytes relative to bsp."""
+    by = {r["policy"]: r for r in rows}
+    bsp, lan = by.get("bsp", {}), by.get("lan", {})
+    for row in rows:
+        t, b = row["time_to_target_s"], row["wan_bytes_to_target"]
+        row["speedup_over_bsp"] = _ratio(bsp.get("time_to_target_s"), t)
+        row["time_vs_lan"] = _ratio(t, lan.get("time_to_target_s"))
+        row["bytes_vs_bsp"] = _ratio(b, bsp.get("wan_bytes_to_target"))
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _table(scenario: Scenario, rows: list[dict], target: float) -> Table:
+    table = Table(title=f"{scenario.name}: time to {target:.0%} test accuracy (simulated)")
+    headers = (
+        "policy", "time to target s", "speed-up vs bsp", "x lan time", "WAN MB to target",
+        "bytes vs bsp", "final acc", "min site acc", "stall s/site",
+    )  # fmt: skip
+    for h in headers:
+        table.add_column(h, justify="left" if h == "policy" else "right")
+
+    def show(value: float | None, fmt: str) -> str:
+        return "—" if value is None else format(value, fmt)
+
+    for r in rows:
+        mb = None if r["wan_bytes_to_target"] is None else r["wan_bytes_to_target"] / 1e6
+        table.add_row(
+            r["policy"],
+            show(r["time_to_target_s"], ".1f"),
+            show(r["speedup_over_bsp"], ".1f"),
+            show(r["time_vs_lan"], ".2f"),
+            show(mb, ".1f"),
+            show(r["bytes_vs_bsp"], ".3f"),
+            show(r["final_accuracy"], ".3f"),
+            show(r["min_site_accuracy"], ".3f"),
+            show(r["stall_s"], ".1f"),
+        )
+    return table

@@ -1,0 +1,86 @@
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Benchmark scenarios: print a table, write JSON.", no_args_is_help=True)
+
+
+@app.command("site")
+def site(
+    steps: Annotated[int, typer.Option(min=1, help="Clocks per measurement.")] = 300,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    repeats: Annotated[int, typer.Option(min=1)] = 3,
+    dataset: Annotated[str, typer.Option()] = "fashion-mnist",
+    model: Annotated[str, typer.Option()] = "cnn",
+    out: Annotated[Path, typer.Option()] = Path("bench/results/site_overhead.json"),
+) -> None:
+    """Site-tier overhead: 1- and 2-worker sites against a plain PyTorch loop."""
+    from atoll.bench import site_overhead
+
+    site_overhead.run(steps, batch_size, repeats, dataset, model, out)
+
+
+@app.command("geo")
+def geo(
+    quick: Annotated[
+        bool, typer.Option(help="Digits, three sites, 40 clocks: a minute, for CI.")
+    ] = False,
+    out: Annotated[Path, typer.Option(help="Folder for the JSON and plots.")] = Path(
+        "bench/results/geo"
+    ),
+    jobs: Annotated[int, typer.Option(min=1, help="Simulations run in parallel.")] = 2,
+    compute_profile: Annotated[
+        str,
+        typer.Option(help="measured (here, once, for every run), seconds per clock, or a .json"),
+    ] = "measured",
+) -> None:
+    """Geo tier: every policy against lan and bsp, in the simulator, per scenario."""
+    from atoll.bench import geo as scenario
+
+    scenario.run(quick, out, jobs, compute_profile)
+
+
+@app.command("fidelity")
+def fidelity(
+    dataset: Annotated[str, typer.Option()] = "fashion-mnist",
+    clocks: Annotated[int, typer.Option(min=10)] = 200,
+    target: Annotated[float, typer.Option(min=0, max=1)] = 0.75,
+    out: Annotated[Path, typer.Option()] = Path("bench/results/fidelity"),
+) -> None:
+    """Simulator against the real runtime on three-continents: time to target and WAN bytes."""
+    from atoll.bench import fidelity as scenario
+
+    scenario.run(dataset, clocks, target, out)
+
+
+@app.command("registry")
+def registry(
+    sites: Annotated[
+        list[int] | None, typer.Option(help="Registered sites; repeatable. Default 1000 and 10000.")
+    ] = None,
+    backend: Annotated[
+        list[str] | None, typer.Option(help="sqlite and/or postgresql; repeatable. Default both.")
+    ] = None,
+    postgres_url: Annotated[
+        str, typer.Option(help="PostgreSQL to use; the benchmark works in a schema of its own.")
+    ] = "postgresql+psycopg://postgres@127.0.0.1:5432/test",
+    writes: Annotated[int, typer.Option(min=1, help="Report writes measured per setup.")] = 5000,
+    queries: Annotated[int, typer.Option(min=1, help="Neighbour queries per setup.")] = 1000,
+    concurrency: Annotated[int, typer.Option(min=1, help="Connections writing at once.")] = 32,
+    workers: Annotated[int, typer.Option(min=1, help="Registry server processes.")] = 1,
+    out: Annotated[Path, typer.Option()] = Path("bench/results/registry.json"),
+) -> None:
+    """Registry: report writes and neighbour queries over loopback, SQLite and PostgreSQL."""
+    from atoll.bench import registry as scenario
+
+    scenario.run(
+        sites or [1000, 10_000],
+        backend or ["sqlite", "postgresql"],
+        postgres_url,
+        writes,
+        queries,
+        concurrency,
+        workers,
+        out,
+    )

@@ -1,0 +1,262 @@
+import json
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from atoll.platform.control.client import ControlClient
+from atoll.platform.control.schemas import JobOut
+from atoll.platform.core.errors import AtollError
+
+app = typer.Typer(
+    help="The control plane: serve it, migrate its database; submit, follow and cancel jobs; "
+    "drain, activate and remove sites.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+UrlOption = Annotated[
+    str | None, typer.Option("--url", help="Control plane URL [env: ATOLL_CONTROL_URL].")
+]
+TokenOption = Annotated[
+    str | None, typer.Option("--token", help="Admin token [env: ATOLL_ADMIN_TOKEN].")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JobArgument = Annotated[str, typer.Argument(help="The job's id.")]
+SiteArgument = Annotated[str, typer.Argument(help="The site's name.")]
+FINAL = ("completed", "failed", "cancelled")
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def _client(url: str | None, token: str | None) -> ControlClient:
+    return ControlClient.from_env(url, token)
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8800,
+    migrate: Annotated[
+        bool, typer.Option(help="Migrate the database first (as `atoll control migrate`).")
+    ] = False,
+    log_level: Annotated[LogLevel, typer.Option()] = LogLevel.info,
+    access_log: Annotated[bool, typer.Option(help="Log every request.")] = True,
+) -> None:
+    """Run the control plane. Database from ATOLL_DATABASE_URL (default: a SQLite file under
+    ATOLL_STATE_DIR); Redis from ATOLL_REDIS_URL; admin tokens from ATOLL_ADMIN_TOKEN."""
+    from atoll.platform.control.core.config import control_settings
+    from atoll.platform.control.server import serve as run
+
+    run(control_settings(), host, port, migrate, log_level.value, access_log)
+
+
+@app.command("migrate")
+def migrate(
+    database_url: Annotated[
+        str | None, typer.Option(help="SQLAlchemy URL [env: ATOLL_DATABASE_URL].")
+    ] = None,
+    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
+) -> None:
+    """Create or upgrade the control plane's database schema (Alembic)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from atoll.platform.control.core.config import control_settings
+    from atoll.platform.control.migrate import upgrade
+    from atoll.registry.db import describe_url
+
+    url = database_url or control_settings().resolved_database_url
+    try:
+        before, after = upgrade(url, revision)
+    except SQLAlchemyError as e:
+        raise AtollError(
+            f"cannot migrate the control plane's database at {describe_url(url)}: "
+            f"{str(e).splitlines()[0]}"
+        ) from e
+    was, now = ", ".join(before.current) or "empty", ", ".join(after.current) or "empty"
+    verb = "already at" if before.current == after.current else f"migrated from {was} to"
+    print(f"{describe_url(url)}: {verb} {now}")
+
+
+@app.command("submit")
+def submit(
+    spec: Annotated[Path, typer.Argument(help="A job spec (GeoJob) as JSON or YAML.")],
+    name: Annotated[str | None, typer.Option(help="A name for people.")] = None,
+    tls: Annotated[bool, typer.Option(help="TLS on the job's WAN links.")] = True,
+    watch: Annotated[bool, typer.Option(help="Follow it until it ends.")] = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Submit a job; prints its id (and with --watch, its progress until it ends)."""
+    if not spec.is_file():
+        raise AtollError(f"no job spec at {spec}")
+    try:
+        body = yaml.safe_load(spec.read_text())  # JSON is YAML too
+    except yaml.YAMLError as e:
+        raise AtollError(f"{spec} is neither JSON nor YAML: {e}") from e
+    with _client(url, token) as client:
+        job = client.submit(body, name=name, tls=tls)
+        print(job.id)
+        if watch:
+            _watch(client, job.id)
+
+
+@app.command("jobs")
+def jobs(
+    state: Annotated[str | None, typer.Option(help="Only jobs in this state.")] = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Jobs, newest first."""
+    with _client(url, token) as client:
+        page = client.jobs(state)
+    if as_json:
+        print(page.model_dump_json())
+        return
+    table = Table(title=f"{len(page.jobs)} job(s)")
+    for column in ("id", "name", "state", "sites", "clock", "accuracy", "submitted"):
+        table.add_column(column)
+    for job in page.jobs:
+        clocks = [s.clock for s in job.sites]
+        accuracies = [s.final_accuracy or s.accuracy for s in job.sites]
+        known = [a for a in accuracies if a is not None]
+        table.add_row(
+            job.id,
+            job.name,
+            job.state,
+            ", ".join(s.site for s in job.sites),
+            f"{min(clocks, default=0)}/{job.spec.clocks}",
+            f"{sum(known) / len(known):.3f}" if known else "-",
+            job.submitted_at.isoformat(timespec="seconds"),
+        )
+    Console().print(table)
+
+
+@app.command("job")
+def job(
+    job_id: JobArgument,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """A job, with every site's progress."""
+    with _client(url, token) as client:
+        found = client.job(job_id)
+    if as_json:
+        print(found.model_dump_json(indent=2))
+        return
+    Console().print(job_table(found))
+
+
+@app.command("watch")
+def watch(job_id: JobArgument, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Follow a job's progress per site until it ends."""
+    with _client(url, token) as client:
+        _watch(client, job_id)
+
+
+@app.command("cancel")
+def cancel(job_id: JobArgument, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Cancel a job: its sites stop at their next clock, with a checkpoint."""
+    with _client(url, token) as client:
+        found = client.cancel(job_id)
+    print(f"{found.id}: {found.state}")
+
+
+@app.command("sites")
+def sites(as_json: JsonOption = False, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Every site an agent has joined as: state, liveness, its job."""
+    with _client(url, token) as client:
+        found = client.sites()
+    if as_json:
+        print(found.model_dump_json())
+        return
+    table = Table(title=f"{len(found.sites)} site(s)")
+    for column in ("name", "state", "online", "agent", "region", "geo endpoint", "job"):
+        table.add_column(column)
+    for s in found.sites:
+        table.add_row(
+            s.name,
+            s.state,
+            "yes" if s.online else "no",
+            s.agent_state or "-",
+            s.region or "-",
+            s.geo_endpoint or "-",
+            s.job or "-",
+        )
+    Console().print(table)
+
+
+@app.command("drain")
+def drain(site: SiteArgument, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Stop a site's job at its next clock (with a checkpoint) and give it no new job."""
+    with _client(url, token) as client:
+        print(f"{site}: {client.drain(site).state}")
+
+
+@app.command("activate")
+def activate(site: SiteArgument, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Let a drained or removed site take jobs again; it resumes the job it stopped."""
+    with _client(url, token) as client:
+        print(f"{site}: {client.activate(site).state}")
+
+
+@app.command("remove")
+def remove(site: SiteArgument, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Remove a site: drained, and left out until activated again."""
+    with _client(url, token) as client:
+        print(f"{site}: {client.remove(site).state}")
+
+
+def job_table(job: JobOut, title: str | None = None) -> Table:
+    """A job's sites: state, clock, accuracy, WAN bytes, stall, restarts."""
+    table = Table(
+        title=title or f"{job.name} ({job.id}): {job.state}",
+        caption=job.message or None,
+    )
+    for column in (
+        "site",
+        "state",
+        "online",
+        "clock",
+        "accuracy",
+        "MB sent",
+        "stall s",
+        "restarts",
+    ):
+        table.add_column(column, justify="left" if column in ("site", "state") else "right")
+    for s in job.sites:
+        accuracy = s.final_accuracy if s.final_accuracy is not None else s.accuracy
+        table.add_row(
+            s.site,
+            s.state,
+            "yes" if s.online else "no",
+            f"{s.clock}/{s.total_clocks or job.spec.clocks}",
+            "-" if accuracy is None else f"{accuracy:.3f}",
+            f"{s.wan_bytes / 1e6:.1f}",
+            f"{s.stall_s:.1f}",
+            str(s.restarts),
+        )
+    return table
+
+
+def _watch(client: ControlClient, job_id: str) -> None:
+    console = Console(stderr=True)
+    found = client.job(job_id)
+    with Live(job_table(found), console=console, refresh_per_second=2) as live:
+        while found.state not in FINAL:
+            time.sleep(1.0)
+            found = client.job(job_id)
+            live.update(job_table(found))
+    print(json.dumps({"id": found.id, "state": found.state, "message": found.message}))

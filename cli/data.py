@@ -1,0 +1,46 @@
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from atoll.platform.data import PartitionSpec, load_dataset, partition_dataset
+
+app = typer.Typer(help="Datasets and how they split across sites.", no_args_is_help=True)
+
+
+@app.command("partition")
+def partition(
+    sites: Annotated[int, typer.Option(min=1, help="Number of sites.")],
+    dataset: Annotated[str, typer.Option(help="fashion-mnist or digits.")] = "fashion-mnist",
+    partition: Annotated[str, typer.Option(help="iid, label-skew:C or dirichlet:ALPHA.")] = "iid",
+    seed: Annotated[int, typer.Option()] = 0,
+    data_dir: Annotated[Path | None, typer.Option(help="[env: ATOLL_DATA_DIR]")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Show how a partition splits the training set: samples and class histogram per site."""
+    spec = PartitionSpec.parse(partition)
+    data = load_dataset(dataset, data_dir)
+    split = partition_dataset(data.train.y.numpy(), sites, spec, seed)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "dataset": data.name,
+                    "partition": str(spec),
+                    "seed": seed,
+                    "sites": split.summary(),
+                }
+            )
+        )
+        return
+    table = Table(title=f"{data.name}, {spec}, {sites} sites, seed {seed}")
+    table.add_column("site", justify="right")
+    table.add_column("samples", justify="right")
+    for name in data.train.classes:
+        table.add_column(name[:7], justify="right")
+    for row in split.summary():
+        table.add_row(str(row["site"]), str(row["samples"]), *map(str, row["class_counts"]))
+    Console().print(table)

@@ -1,0 +1,153 @@
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from atoll.cli import options as o
+from atoll.cli.control import FINAL, job_table
+from atoll.platform.control.client import ControlClient
+from atoll.platform.control.local import AgentSpec, LocalDeployment
+from atoll.platform.control.report import job_record, plot_job
+from atoll.platform.control.schemas import JobOut, Sample
+from atoll.platform.core.files import write_json
+from atoll.platform.core.rundir import claim_run_dir
+from atoll.platform.data import check_dataset
+from atoll.platform.geo.job import GeoJob
+from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.net import load_topology
+
+# The three-continents topology's sites, and where their agents would run in a cloud.
+REGIONS = {"virginia": "us-east-1", "frankfurt": "eu-central-1", "singapore": "ap-southeast-1"}
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Where the demo leaves its record.")] = Path(
+        "runs/demo"
+    ),
+    dataset: o.Dataset = o.DatasetName["fashion-mnist"],
+    model: o.Model = o.ModelName["mlp"],
+    partition: o.Partition = "dirichlet:0.5",
+    clocks: o.Clocks = 200,
+    batch_size: o.BatchSize = 64,
+    threshold: o.Threshold = 0.05,
+    seed: o.Seed = 0,
+) -> None:
+    """Everything on this machine: Redis, the registry, the control plane and three edge
+    agents joined by emulated WAN links (Virginia, Frankfurt, Singapore); one ASP job on
+    non-IID data, followed live; then accuracy per site and WAN bytes against BSP."""
+    check_dataset(dataset.value)  # a missing dataset fails here, before anything starts
+    claim_run_dir(out, overwrite=True)
+    console = Console(stderr=True)
+    names = load_topology("three-continents").sites
+    deployment = LocalDeployment(
+        out / "deployment",
+        [AgentSpec(name, REGIONS.get(name, "local")) for name in names],
+        redis_url=os.environ.get("ATOLL_REDIS_URL") or None,
+    )
+    spec = GeoJob(
+        dataset=dataset.value,
+        model=model.value,
+        topology="three-continents",
+        partition=partition,
+        batch_size=batch_size,
+        geo=GeoSpec(policy="asp", threshold=threshold),
+        clocks=clocks,
+        eval_every=max(1, clocks // 10),
+        eval_samples=1000,
+        seed=seed,
+    )
+    started = time.monotonic()
+    interrupted = False
+    try:
+        with console.status("starting Redis, the registry, the control plane, 3 edge agents"):
+            deployment.start()
+        console.print(
+            f"control plane: [bold]{deployment.control_url}[/] (API at /docs, live events at "
+            f"/v1/events); try `ATOLL_CONTROL_URL={deployment.control_url} atoll control sites`"
+        )
+        with ControlClient(deployment.control_url, deployment.admin_token) as client:
+            job = client.submit(spec.model_dump(mode="json"), name="demo")
+            job = _follow(client, job, deployment.control_url, started, console)
+            samples = _history(client, job.id)
+        wall_s = time.monotonic() - started
+    except KeyboardInterrupt:
+        interrupted = True
+        console.print("interrupted: stopping every process the demo started")
+    finally:
+        _stop(deployment, console)
+    if interrupted:
+        sys.exit(130)
+    record = job_record(job, wall_s)
+    plots = plot_job(job, samples, out)
+    write_json(out / "summary.json", {**record, "plots": [str(p) for p in plots]})
+    Console().print(_results(job, wall_s, plots))
+    if job.state != "completed":
+        raise typer.Exit(1)
+
+
+def _follow(
+    client: ControlClient, job: JobOut, url: str, started: float, console: Console
+) -> JobOut:
+    def view() -> Group:
+        elapsed = time.monotonic() - started
+        header = Text(f"control plane {url} | {elapsed:.0f} s", style="dim")
+        return Group(header, job_table(job))
+
+    with Live(view(), console=console, refresh_per_second=4) as live:
+        while job.state not in FINAL:
+            time.sleep(0.5)
+            job = client.job(job.id)
+            live.update(view())
+    return job
+
+
+def _history(client: ControlClient, job_id: str) -> list[Sample]:
+    samples, after = [], 0
+    while True:
+        page = client.telemetry(job_id, after=after, limit=5000)
+        samples += page.samples
+        if not page.samples:
+            return samples
+        after = page.next_after
+
+
+def _stop(deployment: LocalDeployment, console: Console) -> None:
+    """Stop everything; a second Ctrl-C skips the sites' last checkpoint, never the cleanup."""
+    try:
+        deployment.stop()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for managed in [*deployment.agents.values(), deployment.control, deployment.registry]:
+            if managed is not None:
+                managed.kill_group()
+        if deployment.redis is not None and deployment.redis.managed is not None:
+            deployment.redis.managed.kill_group()
+        console.print("stopped without waiting for the sites' checkpoints")
+
+
+def _results(job: JobOut, wall_s: float, plots: list[Path]) -> Table:
+    table = Table(title=f"{job.spec.geo.label} on {job.spec.topology}: {job.state}")
+    for column in ("site", "final accuracy", "WAN MB sent", "stall s", "restarts"):
+        table.add_column(column, justify="left" if column == "site" else "right")
+    for s in job.sites:
+        accuracy = "-" if s.final_accuracy is None else f"{s.final_accuracy:.4f}"
+        table.add_row(
+            s.site, accuracy, f"{s.wan_bytes / 1e6:.1f}", f"{s.stall_s:.1f}", str(s.restarts)
+        )
+    bsp = job.bsp_wan_bytes
+    share = (
+        f" = {job.wan_bytes / bsp:.0%} of what BSP would send ({bsp / 1e6:.1f} MB)" if bsp else ""
+    )
+    table.caption = (
+        f"WAN: {job.wan_bytes / 1e6:.1f} MB{share} | {wall_s:.0f} s | "
+        f"plots: {', '.join(str(p) for p in plots)}"
+    )
+    return table

@@ -1,0 +1,1 @@
+"""The HTTP API: routes, and what they depend on."""

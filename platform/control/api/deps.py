@@ -1,0 +1,67 @@
+"""What routes depend on, as typed aliases: settings, database sessions, the service,
+the live hub, and the admin check that guards every write."""
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPBearer
+from sqlalchemy.orm import Session
+
+from atoll.platform.control.core.config import ControlSettings
+from atoll.platform.control.hub import Hub
+from atoll.platform.control.service import ControlService
+from atoll.registry.core.errors import Unauthorized
+from atoll.registry.core.security import bearer_token, hash_token, matches_any
+from atoll.registry.db import Database
+
+_bearer = HTTPBearer(auto_error=False, description="An admin token (ATOLL_ADMIN_TOKEN).")
+
+
+async def get_settings(request: Request) -> ControlSettings:
+    return request.app.state.settings
+
+
+async def get_database(request: Request) -> Database:
+    return request.app.state.database
+
+
+async def get_service(request: Request) -> ControlService:
+    return request.app.state.service
+
+
+async def get_hub(request: Request) -> Hub:
+    return request.app.state.hub
+
+
+async def read_session(database: "DatabaseDep") -> AsyncIterator[Session]:
+    with database.reading() as session:
+        yield session
+
+
+async def write_session(database: "DatabaseDep") -> AsyncIterator[Session]:
+    with database.writing() as session:
+        yield session
+
+
+SettingsDep = Annotated[ControlSettings, Depends(get_settings)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
+ServiceDep = Annotated[ControlService, Depends(get_service)]
+HubDep = Annotated[Hub, Depends(get_hub)]
+ReadSession = Annotated[Session, Depends(read_session)]
+WriteSession = Annotated[Session, Depends(write_session)]
+
+
+async def require_admin(
+    request: Request,
+    settings: SettingsDep,
+    _scheme: Annotated[object, Depends(_bearer)] = None,
+) -> None:
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        raise Unauthorized("missing bearer token: send `Authorization: Bearer <admin token>`")
+    if not matches_any(hash_token(token), settings.admin_token_hashes):
+        raise Unauthorized("not an admin token")
+
+
+Admin = Depends(require_admin)

@@ -1,0 +1,71 @@
+"""Probes and metrics, outside /v1 and without a token: orchestrators and Prometheus call
+them."""
+
+from fastapi import APIRouter, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from atoll.platform.control.api.deps import DatabaseDep, ServiceDep
+from atoll.platform.control.core import metrics
+from atoll.platform.control.migrate import schema_state
+from atoll.platform.control.schemas import Health, Readiness
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is up")
+async def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    responses={
+        200: {"model": Readiness, "description": "ready"},
+        503: {"model": Readiness, "description": "not ready: see `problem`"},
+    },
+    summary="The database is reachable with its schema current, and Redis is reachable",
+)
+async def readyz(database: DatabaseDep, service: ServiceDep) -> Response:
+    body = await run_in_threadpool(_readiness, database, service)
+    return JSONResponse(body.model_dump(), status_code=503 if body.problem else 200)
+
+
+def _readiness(database: DatabaseDep, service: ServiceDep) -> Readiness:
+    redis_problem = service.redis_problem()
+    try:
+        with database.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        state = schema_state(database.engine)
+    except SQLAlchemyError as e:
+        reason = f"unreachable: {type(e).__name__}"
+        return Readiness(
+            status="not_ready",
+            database=reason,
+            schema_revision=[],
+            schema_head=[],
+            redis=redis_problem or "ok",
+            problem=f"the database is {reason}",
+        )
+    problem = state.problem() or redis_problem
+    return Readiness(
+        status="not_ready" if problem else "ready",
+        database=database.backend,
+        schema_revision=list(state.current),
+        schema_head=list(state.head),
+        redis=redis_problem or "ok",
+        problem=problem,
+    )
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    summary="Prometheus metrics",
+)
+def prometheus(database: DatabaseDep, service: ServiceDep) -> Response:
+    body, content_type = metrics.render(database, service)
+    return Response(body, media_type=content_type)

@@ -1,0 +1,92 @@
+"""Sites, as their agents made them known: list, read, drain, activate, remove."""
+
+from fastapi import APIRouter
+from sqlalchemy.orm import Session
+
+from atoll.platform.control.api.deps import Admin, ReadSession, WriteSession
+from atoll.platform.control.api.routes import V1, errors
+from atoll.platform.control.bus.messages import CommandKind
+from atoll.platform.control.crud import commands as command_store
+from atoll.platform.control.crud import jobs as job_store
+from atoll.platform.control.crud import sites as site_store
+from atoll.platform.control.models import Site
+from atoll.platform.control.schemas import SiteList, SiteOut
+from atoll.registry.core.errors import Conflict, NotFound
+from atoll.registry.models import utcnow
+
+router = APIRouter(prefix=f"{V1}/sites", tags=["sites"])
+
+
+@router.get("", responses=errors(), summary="Every site an agent has joined as")
+def list_sites(session: ReadSession) -> SiteList:
+    busy = job_store.busy_sites(session)
+    return SiteList(sites=[_out(s, busy.get(s.name)) for s in site_store.list_sites(session)])
+
+
+@router.get("/{name}", responses=errors(404), summary="A site")
+def get_site(name: str, session: ReadSession) -> SiteOut:
+    return _out(_site(session, name), job_store.busy_sites(session).get(name))
+
+
+@router.post(
+    "/{name}/drain", dependencies=[Admin], responses=errors(404, 409), summary="Drain a site"
+)
+def drain(name: str, session: WriteSession) -> SiteOut:
+    """Its agent stops its job at the next clock, with a checkpoint, and takes no new job
+    until activated. The job goes on at the other sites."""
+    return _decide(session, name, "draining", "drain")
+
+
+@router.post(
+    "/{name}/activate",
+    dependencies=[Admin],
+    responses=errors(404),
+    summary="Activate a drained or removed site",
+)
+def activate(name: str, session: WriteSession) -> SiteOut:
+    """It takes jobs again, and resumes (from its checkpoint) a job it stopped for the drain."""
+    return _decide(session, name, "active", "activate")
+
+
+@router.delete("/{name}", dependencies=[Admin], responses=errors(404, 409), summary="Remove a site")
+def remove(name: str, session: WriteSession) -> SiteOut:
+    """Like a drain, and the site is left out of listings of active sites until it is
+    activated again; its history stays."""
+    return _decide(session, name, "removed", "remove")
+
+
+def _decide(session: Session, name: str, state: str, kind: CommandKind) -> SiteOut:
+    site = _site(session, name)
+    if site.state == "removed" and kind == "drain":
+        raise Conflict(f"site {name} is removed; activate it first", "name", "path")
+    if site.state != state:
+        site.state, site.updated_at = state, utcnow()
+        command_store.issue(session, name, kind, utcnow())
+        session.commit()
+    return _out(site, job_store.busy_sites(session).get(name))
+
+
+def _site(session: Session, name: str) -> Site:
+    site = site_store.get_site(session, name)
+    if site is None:
+        raise NotFound(f"no agent has joined as site {name}", "name", "path")
+    return site
+
+
+def _out(site: Site, job: str | None) -> SiteOut:
+    endpoint = f"{site.geo_host}:{site.geo_port}" if site.geo_host and site.geo_port else None
+    return SiteOut(
+        name=site.name,
+        state=site.state,  # type: ignore[arg-type]
+        online=site.online,
+        agent_state=site.agent_state,
+        region=site.region,
+        registry_id=site.registry_id,
+        geo_endpoint=endpoint,
+        geo_ports=site.geo_ports,
+        job=job,
+        version=site.version,
+        duplicates=site.duplicates,
+        first_seen_at=site.first_seen_at,
+        last_seen_at=site.last_seen_at,
+    )

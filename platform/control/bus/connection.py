@@ -1,0 +1,242 @@
+"""The bus over one Redis connection: what the control plane and the agents do with it.
+
+Every call raises `BusDown` when Redis cannot be reached; `keep_trying` turns a loop
+body into one that waits with backoff and goes on when Redis is back. A restarted
+Redis has a new `run_id`: that is how both sides notice that it forgot everything
+(streams, groups, keys) and must be told again.
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import redis
+from pydantic import ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from atoll.platform.control.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys
+from atoll.platform.control.bus.messages import (
+    AgentStatus,
+    Beat,
+    Command,
+    Message,
+    Telemetry,
+)
+from atoll.platform.core.errors import AtollError
+from atoll.platform.net.backoff import Backoff
+
+log = logging.getLogger("atoll.bus")
+M = TypeVar("M", bound=Message)
+Entry = tuple[str, M | None]  # stream entry id, and its message (None if unreadable)
+
+COMMANDS_MAXLEN = 1000  # per site; a command older than a thousand others is long applied
+STATUS_MAXLEN = 10_000
+
+
+class BusDown(AtollError):
+    """Redis cannot be reached."""
+
+
+class Bus:
+    def __init__(self, url: str, keys: BusKeys, timeout_s: float = 5.0) -> None:
+        self.url = url
+        self.keys = keys
+        self.timeout_s = timeout_s
+        self.redis = redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            retry_on_timeout=False,
+        )
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def epoch(self) -> str:
+        """Redis's run id: a new one means a restarted Redis that remembers nothing."""
+        return self._do(lambda: str(self.redis.info("server")["run_id"]))
+
+    # -- commands ------------------------------------------------------------------
+
+    def publish_command(self, command: Command) -> str:
+        stream = self.keys.commands(command.site)
+
+        def publish() -> str:
+            self._ensure_group(stream, AGENT_GROUP)
+            return self.redis.xadd(
+                stream, command.encode(), maxlen=COMMANDS_MAXLEN, approximate=True
+            )
+
+        return self._do(publish)
+
+    def read_commands(self, site: str, block_ms: int, pending: bool = False) -> list[Entry]:
+        """New commands, or with `pending` those delivered to this site's agent before but
+        never acknowledged (it died before it could)."""
+        return self._read_group(
+            self.keys.commands(site), AGENT_GROUP, site, Command, block_ms, pending
+        )
+
+    def ack_command(self, site: str, entry_id: str) -> None:
+        self._do(lambda: self.redis.xack(self.keys.commands(site), AGENT_GROUP, entry_id))
+
+    # -- status --------------------------------------------------------------------
+
+    def publish_status(self, status: AgentStatus) -> None:
+        self._do(
+            lambda: self.redis.xadd(
+                self.keys.status, status.encode(), maxlen=STATUS_MAXLEN, approximate=True
+            )
+        )
+
+    def read_status(self, consumer: str, block_ms: int, pending: bool = False) -> list[Entry]:
+        return self._read_group(
+            self.keys.status, CONTROL_GROUP, consumer, AgentStatus, block_ms, pending
+        )
+
+    def ack_status(self, entry_ids: list[str]) -> None:
+        if entry_ids:
+            self._do(lambda: self.redis.xack(self.keys.status, CONTROL_GROUP, *entry_ids))
+
+    # -- telemetry -----------------------------------------------------------------
+
+    def publish_telemetry(self, samples: list[Telemetry], maxlen: int) -> None:
+        def publish() -> None:
+            pipe = self.redis.pipeline(transaction=False)
+            for sample in samples:
+                pipe.xadd(self.keys.telemetry, sample.encode(), maxlen=maxlen, approximate=True)
+            pipe.execute()
+
+        if samples:
+            self._do(publish)
+
+    def read_telemetry(self, after: str, block_ms: int, count: int = 500) -> list[Entry]:
+        """Samples after entry id `after` ("$": only those still to come)."""
+        found = self._do(
+            lambda: self.redis.xread({self.keys.telemetry: after}, count=count, block=block_ms)
+        )
+        return [
+            (entry, _parse(Telemetry, fields))
+            for _, entries in found or []
+            for entry, fields in entries
+        ]
+
+    def last_telemetry_id(self) -> str:
+        """The newest sample's id ("0-0" when there is none)."""
+        found = self._do(lambda: self.redis.xrevrange(self.keys.telemetry, count=1))
+        return found[0][0] if found else "0-0"
+
+    # -- liveness ------------------------------------------------------------------
+
+    def beat(self, site: str, beat: Beat, ttl_s: float) -> None:
+        self._do(
+            lambda: self.redis.set(
+                self.keys.alive(site), beat.model_dump_json(), px=max(1, int(ttl_s * 1000))
+            )
+        )
+
+    def beats(self, sites: list[str]) -> dict[str, Beat | None]:
+        """Each site's last heartbeat, or None when its key has lapsed."""
+        if not sites:
+            return {}
+        values = self._do(lambda: self.redis.mget([self.keys.alive(s) for s in sites]))
+        return {
+            site: None if value is None else Beat.model_validate_json(value)
+            for site, value in zip(sites, values, strict=True)
+        }
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def _read_group(
+        self,
+        stream: str,
+        group: str,
+        consumer: str,
+        model: type[M],
+        block_ms: int,
+        pending: bool,
+    ) -> list[Entry]:
+        def read() -> list:
+            try:
+                return self.redis.xreadgroup(
+                    group,
+                    consumer,
+                    {stream: "0" if pending else ">"},
+                    count=100,
+                    block=None if pending else block_ms,
+                )
+            except ResponseError as e:
+                if "NOGROUP" not in str(e):
+                    raise
+                # A restarted Redis lost the group (and the stream): make it again, from
+                # the start, so that commands issued again before it existed are read.
+                self._ensure_group(stream, group)
+                return []
+
+        found = self._do(read)
+        return [
+            (entry, None if fields is None else _parse(model, fields))
+            for _, entries in found or []
+            for entry, fields in entries
+        ]
+
+    def _ensure_group(self, stream: str, group: str) -> None:
+        try:
+            self.redis.xgroup_create(stream, group, id="0", mkstream=True)
+        except ResponseError as e:
+            if "BUSYGROUP" not in str(e):
+                raise
+
+    def _do(self, call: Callable[[], "T"]) -> "T":
+        try:
+            return call()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+            raise BusDown(f"Redis at {_safe(self.url)} is unreachable: {e}") from e
+
+
+T = TypeVar("T")
+
+
+def _parse(model: type[M], fields: dict[str, str]) -> M | None:
+    try:
+        return model.decode(fields)
+    except (KeyError, ValidationError, ValueError) as e:
+        log.warning("dropping an unreadable %s message: %s", model.__name__, e)
+        return None
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.split("@", 1)[1]
+    return scheme + sep + rest
+
+
+def keep_trying(
+    step: Callable[[], None],
+    stop: threading.Event,
+    what: str,
+    on_reconnect: Callable[[], None] = lambda: None,
+    backoff: Backoff | None = None,
+) -> None:
+    """Run `step` until `stop` is set. While Redis is down, wait with backoff (the work
+    of the caller's other threads goes on); once it is back, `on_reconnect` first."""
+    backoff = backoff or Backoff(0.2, 5.0)
+    down = False
+    while not stop.is_set():
+        try:
+            if down:
+                on_reconnect()
+                down = False
+                log.warning("%s: Redis is back", what)
+                backoff.reset()
+            step()
+        except BusDown as e:
+            if not down:
+                log.warning("%s: %s; retrying with backoff", what, e)
+            down = True
+            stop.wait(backoff.next_delay())

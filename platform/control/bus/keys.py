@@ -1,0 +1,30 @@
+"""Redis key names, all under one prefix so that deployments (and test runs) sharing a
+Redis never read each other's messages."""
+
+from dataclasses import dataclass
+
+AGENT_GROUP = "agent"  # reads a site's command stream
+CONTROL_GROUP = "control"  # reads the status stream
+CONTROL_CONSUMER = "control"  # one control plane; a restarted one takes over its pending reports
+
+
+@dataclass(frozen=True)
+class BusKeys:
+    prefix: str = "atoll"
+
+    def commands(self, site: str) -> str:
+        return f"{self.prefix}:commands:{site}"
+
+    @property
+    def status(self) -> str:
+        return f"{self.prefix}:status"
+
+    @property
+    def telemetry(self) -> str:
+        return f"{self.prefix}:telemetry"
+
+    def alive(self, site: str) -> str:
+        return f"{self.prefix}:alive:{site}"
+
+    def site_of_alive_key(self, key: str) -> str:
+        return key.removeprefix(f"{self.prefix}:alive:")

@@ -1,0 +1,128 @@
+"""What crosses the bus: commands to agents, agents' status and telemetry, heartbeats.
+
+Each message is one pydantic model, sent as JSON in the stream entry's field `m`.
+Nothing here imports PyTorch: an agent reads these without loading the runtime.
+"""
+
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+FIELD = "m"  # the stream entry field that holds the message
+
+SiteName = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+]
+CommandKind = Literal["start_job", "cancel_job", "drain", "activate", "remove"]
+# A site's part in a job. Terminal: finished, failed, cancelled. `stopped` is paused:
+# drained or shut down, with a checkpoint, to be resumed.
+SiteJobState = Literal["starting", "running", "finished", "failed", "stopped", "cancelled"]
+AgentState = Literal["idle", "running", "draining", "removed"]
+Outcome = Literal["applied", "refused", "ignored"]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def encode(self) -> dict[str, str]:
+        return {FIELD: self.model_dump_json()}
+
+    @classmethod
+    def decode(cls, fields: dict[str, str]) -> Self:
+        return cls.model_validate_json(fields[FIELD])
+
+
+class TlsFiles(Message):
+    """The site's certificate and key, and the job's CA, as PEM text."""
+
+    ca: str
+    cert: str
+    key: str
+
+
+class StartJob(Message):
+    job_name: str
+    # The site's SiteJob as JSON. The agent puts its own paths in (secret, TLS files,
+    # data); `atoll site run` validates the rest.
+    site_job: dict[str, Any]
+    secret: str = Field(description="the job's shared secret for the HMAC handshake")
+    tls: TlsFiles | None = None
+    class_priors: list[float] = Field(description="label histogram of the site's data")
+    samples: int = Field(description="training samples at the site")
+    model_signature: str
+    clocks: int
+
+
+class Command(Message):
+    id: str = Field(description="unique; a command delivered again carries the same id")
+    site: SiteName
+    kind: CommandKind
+    job_id: str | None = None
+    issued_at: float
+    start: StartJob | None = None  # for start_job
+
+
+class AppliedCommand(Message):
+    id: str
+    kind: CommandKind
+    outcome: Outcome
+    detail: str = ""
+    at: float
+
+
+class JobReport(Message):
+    """A site's part in a job, as its agent sees it."""
+
+    job_id: str
+    state: SiteJobState
+    clock: int = 0
+    total_clocks: int | None = None
+    accuracy: float | None = None  # the latest periodic evaluation
+    final_accuracy: float | None = None  # on the whole test set, at the end
+    wan_bytes: int = 0
+    stall_s: float = 0.0
+    restarts: int = 0
+    stop_reason: str | None = None  # drain, shutdown, cancel
+    message: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+class AgentStatus(Message):
+    """Everything an agent knows that the control plane keeps: a full snapshot each time,
+    so that a lost, late or repeated report changes nothing once a newer one arrives."""
+
+    site: SiteName
+    incarnation: str = Field(description="random per agent process")
+    seq: int = Field(description="increases with each report of one incarnation")
+    time: float
+    state: AgentState
+    region: str
+    registry_id: str | None = None
+    geo_host: str
+    geo_port: int
+    geo_ports: int = Field(description="consecutive ports from geo_port: the most shards")
+    version: str
+    jobs: list[JobReport] = []
+    applied: list[AppliedCommand] = []
+    duplicates: int = Field(0, description="deliveries of commands it had already applied")
+
+
+class Telemetry(Message):
+    site: str
+    job_id: str
+    time: float
+    kind: Literal["step", "eval", "geo", "end"]
+    clock: int
+    loss: float | None = None
+    accuracy: float | None = None
+    wan_bytes: int | None = None
+    stall_s: float | None = None
+
+
+class Beat(Message):
+    """The value of a site's liveness key."""
+
+    time: float
+    state: AgentState
+    incarnation: str

@@ -1,0 +1,1 @@
+"""Settings and metrics of the control plane service."""

@@ -1,0 +1,111 @@
+"""Sites as agents report them, and what operators decide about them.
+
+An agent's status report is a full snapshot, so applying one is idempotent and a
+report older than the last one applied is skipped: the control plane never goes back
+in time when Redis delivers a report twice or late.
+"""
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from atoll.platform.control.bus.messages import AgentStatus
+from atoll.platform.control.models import Command, JobSite, Site
+from atoll.registry.models import utcnow
+
+
+def is_newer(site: Site, status: AgentStatus) -> bool:
+    """Within one agent process reports are numbered; across processes, timed."""
+    if site.incarnation == status.incarnation:
+        return status.seq > site.status_seq
+    return status.time >= site.status_time
+
+
+def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
+    """Take a report into the tables; False when it was not newer than what they hold."""
+    site = session.get(Site, status.site)
+    if site is None:
+        site = Site(
+            name=status.site,
+            state="active",
+            online=False,
+            geo_ports=0,
+            status_seq=0,
+            status_time=0.0,
+            duplicates=0,
+            first_seen_at=now,
+            last_seen_at=now,
+            updated_at=now,
+        )
+        session.add(site)
+    elif not is_newer(site, status):
+        return False
+    site.agent_state = status.state
+    site.region = status.region
+    site.registry_id = status.registry_id
+    site.geo_host, site.geo_port, site.geo_ports = (
+        status.geo_host,
+        status.geo_port,
+        status.geo_ports,
+    )
+    site.version = status.version
+    site.incarnation, site.status_seq, site.status_time = (
+        status.incarnation,
+        status.seq,
+        status.time,
+    )
+    site.duplicates = status.duplicates
+    site.last_seen_at = site.updated_at = now
+    for report in status.jobs:
+        part = session.get(JobSite, (report.job_id, status.site))
+        if part is None:
+            continue  # a job this control plane does not know (another deployment's, or gone)
+        part.state = report.state
+        part.restarts = report.restarts
+        part.stop_reason = report.stop_reason
+        part.message = report.message
+        part.started_at = report.started_at
+        part.finished_at = report.finished_at
+        part.final_accuracy = report.final_accuracy
+        if part.progress_at is None or status.time >= part.progress_at:
+            if report.clock != part.clock:
+                part.advanced_at = now.timestamp()
+            part.clock = report.clock
+            part.total_clocks = report.total_clocks or part.total_clocks
+            part.accuracy = report.accuracy
+            part.wan_bytes = report.wan_bytes
+            part.stall_s = report.stall_s
+            part.progress_at = status.time
+        part.updated_at = now
+    for applied in status.applied:
+        command = session.get(Command, applied.id)
+        if command is None or command.state != "issued":
+            continue
+        command.state = applied.outcome
+        command.detail = applied.detail
+        command.applied_at = now
+        if command.kind == "start_job" and applied.outcome == "refused" and command.job_id:
+            part = session.get(JobSite, (command.job_id, command.site))
+            if part is not None and part.state == "assigned":
+                part.state, part.message = "failed", f"the agent refused: {applied.detail}"
+    return True
+
+
+def get_site(session: Session, name: str) -> Site | None:
+    return session.get(Site, name)
+
+
+def list_sites(session: Session, include_removed: bool = True) -> list[Site]:
+    query = select(Site).order_by(Site.name)
+    if not include_removed:
+        query = query.where(Site.state != "removed")
+    return list(session.scalars(query))
+
+
+def set_online(session: Session, name: str, online: bool, at: datetime | None = None) -> None:
+    site = session.get(Site, name)
+    if site is not None:
+        site.online = online
+        if online:
+            site.last_seen_at = at or utcnow()

@@ -1,0 +1,315 @@
+"""A whole deployment on one machine, as processes: Redis (its own, unless given one), the
+registry on SQLite, the control plane, one edge agent per site with loopback WAN links.
+
+`atoll demo` runs it, and so do the integration tests: the very commands the compose
+file runs, without Docker. Every process gets a session of its own, so that a Ctrl-C
+reaches only the caller (which then stops them in order) and so that stopping one
+stops everything it started (an agent's site, the site's ranks).
+"""
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import yaml
+
+from atoll.platform.core.errors import AtollError
+
+_STOP_S = 60.0  # an agent's site finishes its clock and checkpoints within this
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Managed:
+    """One service process, in a process group of its own."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "Managed":
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.argv,
+                env={**os.environ, **self.env},
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            assert self.process is not None
+            self.process.send_signal(signum)
+
+    def stop(self, timeout_s: float = 15.0) -> int | None:
+        """SIGTERM, then (after `timeout_s`) SIGKILL to the whole group; returns the exit code."""
+        if self.process is None:
+            return None
+        self.signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout_s)
+        self.kill_group()
+        return self.process.returncode
+
+    def kill(self) -> None:
+        """kill -9 of this process alone: what a crash looks like to everything else."""
+        if self.alive():
+            assert self.process is not None
+            self.process.kill()
+            self.process.wait()
+
+    def kill_group(self) -> None:
+        """SIGKILL to every process left in its group, and wait until there are none."""
+        if self.process is None:
+            return
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                break  # nothing left in the group
+            time.sleep(0.05)
+        self.process.wait()
+
+    def tail(self, chars: int = 2000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+
+def wait_until(
+    what: str, check: Callable[[], bool], timeout_s: float, watch: Managed | None = None
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if watch is not None and not watch.alive():
+            raise AtollError(f"{watch.name} exited while waiting for {what}: {watch.tail()}")
+        try:
+            if check():
+                return
+        except (httpx.HTTPError, OSError):
+            pass
+        time.sleep(0.1)
+    raise AtollError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def http_ready(url: str) -> Callable[[], bool]:
+    return lambda: httpx.get(url, timeout=2.0).status_code == 200
+
+
+@dataclass
+class LocalRedis:
+    """A redis-server of our own on a free port: nothing on disk, nothing shared."""
+
+    folder: Path
+    port: int = field(default_factory=free_port)
+    managed: Managed | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> "LocalRedis":
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise AtollError("redis-server is not installed (apt-get install -y redis-server)")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        argv = [
+            binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", str(self.folder),
+        ]  # fmt: skip
+        self.managed = Managed("redis", argv, {}, self.folder / "redis.log").start()
+
+        def answers() -> bool:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(64).startswith(b"+PONG")
+
+        wait_until("redis-server", answers, 20, self.managed)
+        return self
+
+    def restart(self, down_s: float = 0.0) -> None:
+        """Stopped (it forgets everything: no persistence), then started on the same port."""
+        assert self.managed is not None
+        self.managed.kill_group()
+        time.sleep(down_s)
+        self.start()
+
+    def stop(self) -> None:
+        if self.managed is not None:
+            self.managed.stop(5)
+
+
+@dataclass
+class AgentSpec:
+    name: str
+    region: str
+    geo_port: int = field(default_factory=free_port)
+
+
+@dataclass
+class LocalDeployment:
+    root: Path
+    sites: list[AgentSpec]
+    admin_token: str = field(default_factory=lambda: "local-admin-" + secrets.token_hex(16))
+    redis_url: str | None = None  # None: a redis-server of its own
+    redis_prefix: str = field(default_factory=lambda: f"atoll-{secrets.token_hex(4)}")
+    control_database_url: str | None = None
+    registry_database_url: str | None = None
+    heartbeat_s: float = 1.0
+    threads: int | None = 1  # torch threads per rank: the sites share this machine's cores
+    python: str = sys.executable
+    redis: LocalRedis | None = None
+    registry: Managed | None = None
+    control: Managed | None = None
+    agents: dict[str, Managed] = field(default_factory=dict)
+    control_port: int = field(default_factory=free_port)
+    registry_port: int = field(default_factory=free_port)
+
+    @property
+    def control_url(self) -> str:
+        return f"http://127.0.0.1:{self.control_port}"
+
+    @property
+    def registry_url(self) -> str:
+        return f"http://127.0.0.1:{self.registry_port}"
+
+    @property
+    def bus_url(self) -> str:
+        if self.redis_url is not None:
+            return self.redis_url
+        assert self.redis is not None, "start() first"
+        return self.redis.url
+
+    def start(self) -> "LocalDeployment":
+        """Everything, in dependency order; returns once the services answer and every
+        agent's heartbeat has reached the control plane."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.redis_url is None:
+            self.redis = LocalRedis(self.root / "redis").start()
+        self.start_registry()
+        self.start_control()
+        for site in self.sites:
+            self.start_agent(site.name)
+        self.wait_online([s.name for s in self.sites])
+        return self
+
+    def online(self) -> dict[str, bool]:
+        sites = httpx.get(f"{self.control_url}/v1/sites", timeout=5).json()["sites"]
+        return {s["name"]: s["online"] for s in sites}
+
+    def wait_online(self, names: list[str], timeout_s: float = 120) -> None:
+        wait_until(
+            f"{', '.join(names)} to be online",
+            lambda: all(self.online().get(n) for n in names),
+            timeout_s,
+            self.control,
+        )
+
+    def start_registry(self) -> Managed:
+        url = self.registry_database_url or f"sqlite:///{self.root / 'registry.db'}"
+        argv = [
+            self.python, "-m", "atoll.registry", "serve", "--port", str(self.registry_port),
+            "--migrate", "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
+        env = {"ATOLL_DATABASE_URL": url, "ATOLL_ADMIN_TOKEN": self.admin_token}
+        self.registry = Managed("registry", argv, env, self.root / "registry.log").start()
+        wait_until("the registry", http_ready(f"{self.registry_url}/readyz"), 60, self.registry)
+        return self.registry
+
+    def start_control(self) -> Managed:
+        url = self.control_database_url or f"sqlite:///{self.root / 'control.db'}"
+        argv = [
+            self.python, "-m", "atoll.cli", "control", "serve", "--port", str(self.control_port),
+            "--migrate", "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
+        env = {
+            "ATOLL_DATABASE_URL": url,
+            "ATOLL_ADMIN_TOKEN": self.admin_token,
+            "ATOLL_REDIS_URL": self.bus_url,
+            "ATOLL_REDIS_PREFIX": self.redis_prefix,
+        }
+        self.control = Managed("control plane", argv, env, self.root / "control.log").start()
+        wait_until("the control plane", http_ready(f"{self.control_url}/readyz"), 120, self.control)
+        return self.control
+
+    def agent_config(self, name: str) -> Path:
+        site = next(s for s in self.sites if s.name == name)
+        folder = self.root / "edge" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        config = {
+            "name": site.name,
+            "region": site.region,
+            "geo": {"host": "127.0.0.1", "port": site.geo_port, "ports": 1},
+            "state_dir": str(folder / "state"),
+            "heartbeat_s": self.heartbeat_s,
+            "telemetry_interval_s": 0.5,
+            "stop_timeout_s": _STOP_S,
+            **({"threads": self.threads} if self.threads else {}),
+        }
+        path = folder / "site.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def start_agent(self, name: str) -> Managed:
+        config = self.agent_config(name)
+        argv = [self.python, "-m", "atoll.edge", "run", "--config", str(config)]
+        env = {
+            "ATOLL_REDIS_URL": self.bus_url,
+            "ATOLL_REDIS_PREFIX": self.redis_prefix,
+            "ATOLL_REGISTRY_URL": self.registry_url,
+            "ATOLL_ADMIN_TOKEN": self.admin_token,
+        }
+        agent = Managed(f"agent {name}", argv, env, config.parent / "agent.log").start()
+        self.agents[name] = agent
+        return agent
+
+    def stop(self) -> None:
+        """Agents first (their sites checkpoint), then the services; nothing is left running."""
+        for agent in self.agents.values():
+            agent.signal(signal.SIGTERM)
+        for agent in self.agents.values():
+            agent.stop(_STOP_S)
+        for service in (self.control, self.registry):
+            if service is not None:
+                service.stop()
+        if self.redis is not None:
+            self.redis.stop()
+
+    def __enter__(self) -> "LocalDeployment":
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

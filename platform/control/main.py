@@ -1,0 +1,78 @@
+"""The control plane's FastAPI application.
+
+`create_app()` reads `ATOLL_*` settings; uvicorn can build it as a factory
+(`uvicorn --factory atoll.platform.control.main:create_app`). Startup refuses a
+database whose schema is not current and a missing admin token; Redis may come later
+(the service waits for it with backoff).
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+
+from fastapi import FastAPI
+
+from atoll.platform.control.api.main import api_router
+from atoll.platform.control.api.routes import health
+from atoll.platform.control.core.config import ControlSettings, control_settings
+from atoll.platform.control.hub import Hub
+from atoll.platform.control.migrate import schema_state
+from atoll.platform.control.service import ControlService
+from atoll.registry.core.errors import install_error_handlers
+from atoll.registry.db import Database
+
+
+class StartupRefused(RuntimeError):
+    """The service must not run as configured; the message says why and what to do."""
+
+
+def startup_problem(settings: ControlSettings, database: Database) -> str | None:
+    return settings.admin_token_problem() or schema_state(database.engine).problem()
+
+
+def create_app(settings: ControlSettings | None = None) -> FastAPI:
+    settings = settings or control_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = Database(settings.resolved_database_url, settings.db_pool_size)
+        service = None
+        try:
+            problem = startup_problem(settings, database)
+            if problem:
+                raise StartupRefused(problem)
+            service = ControlService(settings, database, app.state.hub)
+            app.state.database, app.state.service = database, service
+            service.start()
+            yield
+        finally:
+            if service is not None:
+                service.stop()
+            database.dispose()
+
+    app = FastAPI(
+        title="Atoll control plane",
+        version=_version(),
+        summary="Jobs, sites and live telemetry of an Atoll deployment.",
+        description=(
+            "Submit a job (a `GeoJob`: the same spec `atoll train --sites` and `atoll sim` "
+            "run), follow it per site, cancel it; drain, activate or remove sites. Writes need "
+            "`Authorization: Bearer <admin token>` (`ATOLL_ADMIN_TOKEN`); reads need none. "
+            "`GET /v1/events` streams telemetry live (server-sent events); "
+            "`GET /v1/jobs/{job_id}/telemetry` has the history. Errors are JSON (`ErrorBody`)."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.hub = Hub()
+    app.include_router(api_router)
+    app.include_router(health.router)
+    install_error_handlers(app)
+    return app
+
+
+def _version() -> str:
+    try:
+        return version("atoll")
+    except PackageNotFoundError:
+        return "0+unknown"

@@ -1,0 +1,1 @@
+"""The control plane's Alembic environment and revisions (shipped in the package)."""

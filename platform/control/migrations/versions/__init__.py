@@ -1,0 +1,1 @@
+"""Alembic revisions of the control plane's schema."""

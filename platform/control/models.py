@@ -1,0 +1,158 @@
+"""The control plane's tables: the state of record. Redis holds nothing that is not here.
+
+Every table starts with `control_` and Alembic keeps its own version table, so the
+control plane can share a database with the registry. The Alembic migrations in
+`migrations/versions` create exactly this schema (a test compares them).
+"""
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from atoll.registry.models import NAMING, UTCDateTime
+
+ID_LENGTH = 36
+NAME_LENGTH = 64
+STATE_LENGTH = 16
+# An autoincrementing 64-bit key; SQLite autoincrements only an INTEGER PRIMARY KEY.
+SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Job(Base):
+    __tablename__ = "control_jobs"
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)  # the GeoJob, as submitted
+    tls: Mapped[bool] = mapped_column(Boolean)
+    state: Mapped[str] = mapped_column(String(STATE_LENGTH), index=True)
+    message: Mapped[str | None] = mapped_column(Text)
+    sites: Mapped[list[str]] = mapped_column(JSON)  # in the topology's order
+    shards: Mapped[int] = mapped_column(Integer)
+    clocks: Mapped[int] = mapped_column(Integer)
+    params: Mapped[int | None] = mapped_column(BigInteger)
+    bsp_bytes_per_clock: Mapped[int | None] = mapped_column(BigInteger)
+    secret: Mapped[str | None] = mapped_column(String(128))  # never leaves through the API
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class JobSite(Base):
+    """One site's part in a job."""
+
+    __tablename__ = "control_job_sites"
+
+    job_id: Mapped[str] = mapped_column(
+        ForeignKey("control_jobs.id", ondelete="CASCADE"), primary_key=True
+    )
+    site: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True, index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(STATE_LENGTH))
+    clock: Mapped[int] = mapped_column(Integer, default=0)
+    total_clocks: Mapped[int | None] = mapped_column(Integer)
+    accuracy: Mapped[float | None] = mapped_column(Float)
+    final_accuracy: Mapped[float | None] = mapped_column(Float)
+    wan_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    stall_s: Mapped[float] = mapped_column(Float, default=0.0)
+    restarts: Mapped[int] = mapped_column(Integer, default=0)
+    stop_reason: Mapped[str | None] = mapped_column(String(STATE_LENGTH))
+    message: Mapped[str | None] = mapped_column(Text)
+    samples: Mapped[int | None] = mapped_column(BigInteger)
+    started_at: Mapped[float | None] = mapped_column(Float)  # the site's clock, epoch seconds
+    finished_at: Mapped[float | None] = mapped_column(Float)
+    progress_at: Mapped[float | None] = mapped_column(Float)  # time of the newest figures
+    advanced_at: Mapped[float | None] = mapped_column(Float)  # when its clock last moved (here)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Site(Base):
+    """An edge agent as the control plane knows it: from its status reports and heartbeats,
+    and what an operator decided (drain, remove)."""
+
+    __tablename__ = "control_sites"
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    state: Mapped[str] = mapped_column(String(STATE_LENGTH))  # active | draining | removed
+    agent_state: Mapped[str | None] = mapped_column(String(STATE_LENGTH))
+    online: Mapped[bool] = mapped_column(Boolean, default=False)
+    region: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    registry_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
+    geo_host: Mapped[str | None] = mapped_column(String(255))
+    geo_port: Mapped[int | None] = mapped_column(Integer)
+    geo_ports: Mapped[int] = mapped_column(Integer, default=0)
+    version: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    incarnation: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    status_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    status_time: Mapped[float] = mapped_column(Float, default=0.0)
+    duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Command(Base):
+    __tablename__ = "control_commands"
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    site: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    job_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), index=True)
+    kind: Mapped[str] = mapped_column(String(STATE_LENGTH))
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # holds secrets: never listed
+    state: Mapped[str] = mapped_column(String(STATE_LENGTH))
+    detail: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    issued_at: Mapped[float] = mapped_column(Float)
+    published_epoch: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    published_at: Mapped[float | None] = mapped_column(Float)
+    publish_count: Mapped[int] = mapped_column(Integer, default=0)
+    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        Index("ix_control_commands_state_site", "state", "site"),
+        Index("ix_control_commands_site_created", "site", "created_at"),
+    )
+
+
+class TelemetrySample(Base):
+    __tablename__ = "control_telemetry"
+
+    id: Mapped[int] = mapped_column(SERIAL, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    site: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    time: Mapped[float] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(STATE_LENGTH))
+    clock: Mapped[int] = mapped_column(Integer)
+    loss: Mapped[float | None] = mapped_column(Float)
+    accuracy: Mapped[float | None] = mapped_column(Float)
+    wan_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    stall_s: Mapped[float | None] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_control_telemetry_job_id_id", "job_id", "id"),)
+
+
+class Cursor(Base):
+    """Where a reader of a Redis stream got to, so a restarted control plane goes on there."""
+
+    __tablename__ = "control_cursors"
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    value: Mapped[str] = mapped_column(String(NAME_LENGTH))

@@ -1,0 +1,132 @@
+"""Request and response bodies of the control plane's API. A job is submitted as a
+`GeoJob`, the one job-spec format that `atoll train --sites`, `atoll sim` and the
+benchmarks also run; every field is described in the OpenAPI schema."""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from atoll.platform.control.lifecycle import JobState, SiteState
+from atoll.platform.geo.job import GeoJob
+
+JobName = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+]
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: JobName | None = Field(None, description="For people; default job-<id prefix>.")
+    spec: GeoJob = Field(
+        description="What to train and how: dataset, partition, model, topology (whose site "
+        "names are the edge agents it runs on), geo policy and its parameters, clocks."
+    )
+    tls: bool = Field(True, description="TLS (a throwaway CA for the job) on every WAN link.")
+
+
+class JobSiteOut(BaseModel):
+    site: str
+    state: SiteState = Field(description="pending, assigned, starting, running, finished, ...")
+    online: bool = Field(description="its agent's heartbeat is live")
+    clock: int
+    total_clocks: int | None
+    accuracy: float | None = Field(description="latest periodic test accuracy")
+    final_accuracy: float | None = Field(description="on the whole test set, at the end")
+    wan_bytes: int = Field(description="bytes the site sent to the others")
+    stall_s: float = Field(description="seconds the site waited on the others")
+    restarts: int = Field(description="times it resumed from a checkpoint")
+    samples: int | None = Field(description="training samples at the site")
+    stop_reason: str | None
+    message: str | None
+
+
+class JobOut(BaseModel):
+    id: str
+    name: str
+    state: JobState
+    message: str | None = Field(description="why it waits, or how it ended")
+    tls: bool
+    spec: GeoJob
+    sites: list[JobSiteOut]
+    params: int | None = Field(description="model parameters (known once planned)")
+    wan_bytes: int = Field(description="bytes sent between sites so far")
+    bsp_wan_bytes: int | None = Field(
+        description="what BSP would have sent for the clocks done so far (the bsp policy's "
+        "messages for this model, framed as the links frame them)"
+    )
+    submitted_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class JobPage(BaseModel):
+    jobs: list[JobOut]
+    next_before: datetime | None = Field(description="pass as `before` for the next page")
+
+
+class SiteOut(BaseModel):
+    name: str
+    state: Literal["active", "draining", "removed"] = Field(description="what operators decided")
+    online: bool
+    agent_state: str | None = Field(description="idle, running, draining or removed, as reported")
+    region: str | None
+    registry_id: str | None
+    geo_endpoint: str | None = Field(description="host:port of shard 0's WAN link")
+    geo_ports: int
+    job: str | None = Field(description="the job it is running, if any")
+    version: str | None
+    duplicates: int = Field(description="commands delivered to it again and not re-applied")
+    first_seen_at: datetime
+    last_seen_at: datetime
+
+
+class SiteList(BaseModel):
+    sites: list[SiteOut]
+
+
+class CommandOut(BaseModel):
+    id: str
+    site: str
+    job_id: str | None
+    kind: str
+    state: str = Field(description="issued, applied, refused, ignored or superseded")
+    detail: str | None
+    publish_count: int = Field(description="times it was put on the bus")
+    created_at: datetime
+    applied_at: datetime | None
+
+
+class CommandList(BaseModel):
+    commands: list[CommandOut]
+
+
+class Sample(BaseModel):
+    id: int = Field(description="increasing; pass the last as `after` to read on")
+    site: str
+    time: float = Field(description="when the site logged it, epoch seconds")
+    kind: str = Field(description="step, eval, geo or end")
+    clock: int
+    loss: float | None
+    accuracy: float | None
+    wan_bytes: int | None
+    stall_s: float | None
+
+
+class SamplePage(BaseModel):
+    samples: list[Sample]
+    next_after: int
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not_ready"]
+    database: str
+    schema_revision: list[str]
+    schema_head: list[str]
+    redis: str = Field(description="ok, or why not")
+    problem: str | None

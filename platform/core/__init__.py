@@ -1,0 +1,1 @@
+"""What every part of Atoll shares: its settings and the error users see."""

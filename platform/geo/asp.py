@@ -1,0 +1,234 @@
+"""Gaia's Approximate Synchronous Parallel between sites (Hsieh et al., NSDI 2017).
+
+Each site applies its own steps at once and sends its mirrors only significant
+accumulated updates (significance filter), never runs more than DS clocks ahead
+of its slowest live mirror (mirror clock), announces updates stuck behind a
+congested link so mirrors hold back reads of them (selective barrier), and at
+the end flushes what is left so every replica converges to the same model.
+
+Each site's step is scaled by 1/N: when every update reaches every mirror, the
+replicas then move by the mean of the sites' steps, exactly as BSP's averaged
+step does for SGD with momentum (which is linear in the gradients).
+"""
+
+from typing import Any, Literal
+
+import torch
+
+from atoll.platform.geo.messages import (
+    BROADCAST,
+    GeoMessage,
+    Kind,
+    Lane,
+    Outbound,
+    ValueType,
+    carrying,
+    quantize,
+)
+from atoll.platform.geo.mirror_clock import Decision, MirrorClock, Wait
+from atoll.platform.geo.policy import GeoPolicy
+from atoll.platform.geo.rounds import RoundSync
+from atoll.platform.geo.selective_barrier import SelectiveBarrier
+from atoll.platform.geo.significance import AdaptiveThreshold, SignificanceFilter, ThresholdSchedule
+
+
+class ApproximateSync(GeoPolicy):
+    name = "asp"
+
+    def __init__(
+        self,
+        site: int,
+        sites: int,
+        params: torch.Tensor,
+        offset: int = 0,
+        *,
+        schedule: ThresholdSchedule | None = None,
+        adaptive: AdaptiveThreshold | None = None,
+        staleness: int = 1,
+        lease_s: float = 30.0,
+        start_s: float = 0.0,
+        value_type: ValueType = "float16",
+        congestion_s: float = 0.05,
+        final: Literal["average", "flush"] = "average",
+    ) -> None:
+        super().__init__(site, sites, params, offset)
+        self.filter = SignificanceFilter(len(params), schedule or ThresholdSchedule(), adaptive)
+        self.mirror_clock = MirrorClock(site, sites, staleness, lease_s, start_s)
+        self.barrier = SelectiveBarrier()
+        self.value_type = value_type
+        self.congestion_s = congestion_s
+        self.backlog_s = dict.fromkeys(self.mirrors, 0.0)
+        self.final = final
+        self.flushed: set[int] = set()  # mirrors that finished: nothing more comes from them
+        self.finishing = False
+        self._average: RoundSync | None = None
+        self.sent_elements = 0
+        self.applied_elements = 0
+
+    @property
+    def update_scale(self) -> float:
+        return 1.0 / self.sites
+
+    def _decide(self, now: float) -> Decision:
+        if self.rejoining:
+            return Wait("rejoining: waiting for a mirror's snapshot")
+        if self.barrier.blocked():
+            return Wait(
+                "selective barrier: significant updates in flight", self.barrier.blocking_sites()
+            )
+        return self.mirror_clock.may_start_next(now)
+
+    def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
+        self.clock += 1
+        self.mirror_clock.clock = self.clock
+        self.filter.accumulate(delta)
+        selection = self.filter.select(self.params, self.clock, lr_ratio)
+        if not len(selection):
+            return [Outbound(BROADCAST, self._message(Kind.CLOCK), Lane.CONTROL)]
+        values, scale = quantize(selection.values, self.value_type)
+        update = carrying(
+            Kind.UPDATE,
+            self.site,
+            self.clock,
+            self.offset,
+            len(self.params),
+            selection.indices,
+            values,
+            scale,
+        )
+        # What the mirrors will add, rounding included: the rest stays in the accumulator.
+        self.filter.sent(selection, values.float() * scale if scale is not None else values)
+        self.sent_elements += len(selection)
+        out = []
+        congested = [m for m in self.mirrors if self.backlog_s[m] > self.congestion_s]
+        if congested:
+            notice = self._message(Kind.INDICES, update.indices)
+            out += [Outbound(m, notice, Lane.CONTROL) for m in congested]
+        out.append(Outbound(BROADCAST, update, Lane.BULK))
+        return out
+
+    def receive(self, message: GeoMessage, now: float) -> list[Outbound]:
+        origin, kind = message.origin, message.kind
+        self.mirror_clock.heard(origin, now)
+        if kind == Kind.HELLO:
+            return [Outbound(origin, self._snapshot(), Lane.BULK)]
+        if kind == Kind.SNAPSHOT:
+            self._adopt(message)
+            self.mirror_clock.tick(origin, message.clock, now)
+            return []
+        if self.rejoining:
+            return []  # the snapshot will include what this carried
+        if kind in (Kind.CONTRIB, Kind.RESULT):
+            return self._averaging().receive(message, now)
+        if kind in (Kind.UPDATE, Kind.FLUSH):
+            message.add_to(self.params)
+            self.applied_elements += len(message.values) if message.values is not None else 0
+            self.barrier.arrived(origin, message.clock)
+            if kind == Kind.FLUSH:
+                self.flushed.add(origin)
+                self.mirror_clock.tick(origin, message.clock, now)
+                return self._start_average()
+        elif kind == Kind.INDICES:
+            # Dense updates announce no list: every element of the slice is on its way.
+            everything = torch.arange(message.length)
+            announced = message.indices if message.indices is not None else everything
+            self.barrier.announce(origin, message.clock, announced)
+        self.mirror_clock.tick(origin, message.clock, now)
+        return []
+
+    def finish(self, now: float) -> list[Outbound]:
+        """Tell the mirrors nothing more will come, then make every replica equal.
+
+        "flush" (Gaia) sends what the accumulator still holds. "average" (the default)
+        replaces every replica by the mean of all once every site has finished: the
+        held-back remainders are many clocks stale, and adding them all at once at the
+        end costs accuracy that the mean of the replicas keeps.
+        """
+        self.finishing = True
+        rest = self.filter.drain()
+        if self.final == "flush":
+            flush = carrying(
+                Kind.FLUSH,
+                self.site,
+                self.clock,
+                self.offset,
+                len(self.params),
+                rest.indices,
+                rest.values,
+            )
+        else:
+            flush = self._message(Kind.FLUSH)  # the marker only
+        return [Outbound(BROADCAST, flush, Lane.BULK), *self._start_average()]
+
+    def done(self, now: float) -> bool:
+        """Finished here, every live mirror finished, and (for "average") the mean is in."""
+        if not self.finishing:
+            return False
+        live = self.mirror_clock.live(now)
+        if not all(m in self.flushed for m in live):
+            return False
+        if self.final == "flush" or len(live) < len(self.mirrors):
+            return True  # a lost mirror can no longer contribute to a mean
+        average = self._average
+        return average is not None and average.round > 0
+
+    def _averaging(self) -> RoundSync:
+        """The one-round average at the end; mirrors may start it before this site does."""
+        if self._average is None:
+            self._average = RoundSync(self.site, self.sites, self.params, self.offset, name="final")
+            self._average.anchor.zero_()  # each site's "change" is then its whole replica
+        return self._average
+
+    def _start_average(self) -> list[Outbound]:
+        """Contribute to the mean once this site and every mirror have finished."""
+        if self.final != "average" or not self.finishing:
+            return []
+        if not all(m in self.flushed for m in self.mirrors):
+            return []
+        average = self._averaging()
+        if average.waiting or average.round > 0:
+            return []
+        return average.contribute()
+
+    def link_backlog(self, mirror: int, seconds: float) -> None:
+        self.backlog_s[mirror] = seconds
+
+    def wan_usage(self, bits_per_s: float) -> None:
+        if self.filter.adaptive is not None:
+            self.filter.adaptive.observe(bits_per_s)
+
+    def mirror_restarted(self, mirror: int, now: float) -> list[Outbound]:
+        self.barrier.forget(mirror)
+        self.mirror_clock.heard(mirror, now)
+        return []
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            **super().stats(),
+            "threshold": self.filter.threshold,
+            "sent_elements": self.sent_elements,
+            "applied_elements": self.applied_elements,
+            "pending_accumulator_l1": float(self.filter.accumulator.abs().sum()),
+        }
+
+    def _message(self, kind: Kind, indices: torch.Tensor | None = None) -> GeoMessage:
+        return GeoMessage(kind, self.site, self.clock, self.offset, len(self.params), indices)
+
+    def _snapshot(self) -> GeoMessage:
+        return GeoMessage(
+            Kind.SNAPSHOT,
+            self.site,
+            self.clock,
+            self.offset,
+            len(self.params),
+            None,
+            self.params.clone(),
+        )
+
+    def _adopt(self, snapshot: GeoMessage) -> None:
+        if not self.rejoining:
+            return  # a second snapshot after the first was adopted
+        self.params.copy_(snapshot.dense_values())
+        self.filter.accumulator.zero_()
+        self.clock = self.mirror_clock.clock = snapshot.clock
+        self.rejoining = False

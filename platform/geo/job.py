@@ -1,0 +1,65 @@
+"""A geo-distributed training job: N sites, their data, the model and the geo policy.
+
+The simulator and the real runtime take the same job, so their results compare.
+"""
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from atoll.platform.data import PartitionSpec
+from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.net.topology import Topology, load_topology
+from atoll.platform.site.optim import OptimizerSpec
+
+
+class GeoJob(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str = "fashion-mnist"
+    data_dir: Path | None = None
+    model: str = "cnn"
+    topology: str = "three-continents"
+    sites: int | None = Field(None, ge=1, description="use the topology's first N sites")
+    partition: str = "dirichlet:0.5"
+    workers: int = Field(1, ge=1, description="workers per site")
+    shards: int = Field(1, ge=1, description="parameter-server shards per site")
+    batch_size: int = Field(32, ge=1, description="per worker")
+    optimizer: OptimizerSpec = OptimizerSpec()
+    geo: GeoSpec = GeoSpec()
+    clocks: int = Field(300, ge=1, description="site iterations to run")
+    target_accuracy: float | None = Field(None, gt=0, le=1)
+    stop_at_target: bool = False
+    eval_every: int = Field(10, ge=1, description="clocks between test evaluations")
+    eval_samples: int = Field(2000, ge=1, description="test images per periodic evaluation")
+    seed: int = 0
+
+    @property
+    def site_optimizer(self) -> OptimizerSpec:
+        """What each site's optimizer runs.
+
+        Under asp, updates that arrive up to DS clocks late act as momentum of their
+        own ("asynchrony begets momentum", Mitliagkas et al., 2016); stacked on the
+        optimizer's full momentum they overshoot, so the sites keep only the rest.
+        """
+        geo, optimizer = self.geo, self.optimizer
+        if geo.policy != "asp" or not geo.compensate_momentum or optimizer.name != "sgd":
+            return optimizer
+        momentum = max(0.0, 1 - (1 - optimizer.momentum) * (1 + geo.staleness))
+        return optimizer.model_copy(update={"momentum": momentum})
+
+    def topologies(self) -> tuple[Topology, Topology]:
+        """The job's sites, and the links their traffic crosses (LAN links for `lan`)."""
+        topology = load_topology(self.topology)
+        if self.sites is not None:
+            topology = topology.subset(self.sites)
+        if self.geo.uses_lan_links:
+            return topology, topology.with_links_of(load_topology("lan"))
+        return topology, topology
+
+    def partition_spec(self) -> PartitionSpec:
+        return PartitionSpec.parse(self.partition)
+
+    def site_seed(self, site: int) -> int:
+        """Each site shuffles its own data its own way, reproducibly."""
+        return self.seed * 1_000_003 + site

@@ -1,0 +1,84 @@
+"""Turning a geo job into one site job per site: each site's share of the data, its
+links and their shapes, the policy it runs and where its mirrors listen.
+
+The local launcher uses it with loopback addresses; a control plane uses it with
+the addresses its edge agents registered.
+"""
+
+import socket
+from pathlib import Path
+
+from atoll.platform.data import load_dataset, partition_dataset
+from atoll.platform.geo.job import GeoJob
+from atoll.platform.site.spec import SiteGeo, SiteJob
+
+
+def plan_site_jobs(
+    job: GeoJob,
+    endpoints: dict[str, tuple[str, ...]],
+    secret_file: Path,
+    *,
+    tls_dir: Path | None = None,
+    sync_timeout_s: float = 300.0,
+    threads: int | None = None,
+) -> dict[str, SiteJob]:
+    """Site name -> its job. `endpoints` gives each site's URL per shard."""
+    topology, links = job.topologies()
+    names = topology.sites
+    missing = [n for n in names if len(endpoints.get(n, ())) != job.shards]
+    if missing:
+        raise ValueError(f"no endpoint for each of the {job.shards} shard(s) of {missing}")
+    data = load_dataset(job.dataset, job.data_dir)
+    split = partition_dataset(data.train.y.numpy(), len(names), job.partition_spec(), job.seed)
+    jobs = {}
+    for i, name in enumerate(names):
+        geo = SiteGeo(
+            site=name,
+            sites=names,
+            policy=job.geo,
+            endpoints={n: endpoints[n] for n in names},
+            links={
+                peer: (links.link(name, peer).latency_s, links.link(name, peer).bandwidth_bps)
+                for peer in names
+                if peer != name
+            },
+            secret_file=secret_file,
+            tls_dir=tls_dir,
+            sync_timeout_s=sync_timeout_s,
+        )
+        jobs[name] = SiteJob(
+            dataset=job.dataset,
+            data_dir=job.data_dir,
+            model=job.model,
+            workers=job.workers,
+            shards=job.shards,
+            batch_size=job.batch_size,
+            optimizer=job.site_optimizer,
+            steps=job.clocks,
+            seed=job.seed,
+            data_seed=job.site_seed(i),
+            threads=threads,
+            checkpoint_every=max(job.eval_every, 50),
+            eval_every=job.eval_every,
+            eval_samples=job.eval_samples,
+            train_indices=tuple(int(x) for x in split.sites[i].indices),
+            comm_timeout_s=sync_timeout_s + 60,
+            geo=geo,
+        )
+    return jobs
+
+
+def loopback_endpoints(
+    sites: tuple[str, ...], shards: int, tls: bool
+) -> dict[str, tuple[str, ...]]:
+    """A free port on 127.0.0.1 for every shard of every site."""
+    scheme = "wss" if tls else "ws"
+    return {
+        name: tuple(f"{scheme}://127.0.0.1:{_free_port()}" for _ in range(shards)) for name in sites
+    }
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,92 @@
+"""Which geo policy a job runs, with its parameters: one validated spec."""
+
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from atoll.platform.geo.asp import ApproximateSync
+from atoll.platform.geo.messages import ValueType
+from atoll.platform.geo.policy import GeoPolicy, Isolated
+from atoll.platform.geo.rounds import OuterNesterov, RoundSync
+from atoll.platform.geo.significance import AdaptiveThreshold, ScheduleKind, ThresholdSchedule
+
+PolicyName = Literal["asp", "bsp", "lan", "fedavg", "diloco", "none"]
+POLICIES: tuple[str, ...] = PolicyName.__args__
+
+
+class GeoSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy: PolicyName = "asp"
+    # asp
+    threshold: float = Field(0.01, ge=0, description="significance threshold v0 (0.01 = 1%)")
+    threshold_schedule: ScheduleKind = "constant"
+    budget_mbps: float | None = Field(
+        None, gt=0, description="adaptive threshold: keep each site's WAN egress near this"
+    )
+    staleness: int = Field(1, ge=0, description="mirror clock bound DS")
+    lease_s: float = Field(
+        10.0, gt=0, description="a mirror silent this long stops holding others back"
+    )
+    value_type: ValueType = Field("float16", description="asp: how update values travel")
+    compensate_momentum: bool = Field(
+        True,
+        description="asp with SGD: lower the momentum by what DS clocks of staleness add "
+        "(1 - (1 - momentum) * (1 + DS))",
+    )
+    final: Literal["average", "flush"] = Field(
+        "average",
+        description="asp: end with the mean of the replicas, or flush the accumulators (Gaia)",
+    )
+    congestion_s: float = Field(
+        0.05, ge=0, description="link backlog (seconds) beyond which updates are announced first"
+    )
+    # fedavg, diloco
+    period: int = Field(10, ge=1, description="local clocks per round")
+    outer_lr: float = Field(0.7, gt=0)
+    outer_momentum: float = Field(0.9, ge=0, lt=1)
+
+    @property
+    def uses_lan_links(self) -> bool:
+        """`lan` is BSP with every site in one datacenter: the ideal to compare with."""
+        return self.policy == "lan"
+
+    @property
+    def label(self) -> str:
+        if self.policy == "asp":
+            label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"
+            return label if self.value_type == "float16" else f"{label} {self.value_type}"
+        if self.policy in ("fedavg", "diloco"):
+            return f"{self.policy} H={self.period}"
+        return self.policy
+
+    def build(
+        self, site: int, sites: int, params: torch.Tensor, offset: int = 0, start_s: float = 0.0
+    ) -> GeoPolicy:
+        if self.policy == "asp":
+            adaptive = AdaptiveThreshold(self.budget_mbps * 1e6) if self.budget_mbps else None
+            return ApproximateSync(
+                site,
+                sites,
+                params,
+                offset,
+                schedule=ThresholdSchedule(self.threshold, self.threshold_schedule),
+                adaptive=adaptive,
+                staleness=self.staleness,
+                lease_s=self.lease_s,
+                start_s=start_s,
+                value_type=self.value_type,
+                final=self.final,
+                congestion_s=self.congestion_s,
+            )
+        if self.policy in ("bsp", "lan"):
+            return RoundSync(site, sites, params, offset, name=self.policy, period=1)
+        if self.policy == "fedavg":
+            return RoundSync(site, sites, params, offset, name="fedavg", period=self.period)
+        if self.policy == "diloco":
+            outer = OuterNesterov(self.outer_lr, self.outer_momentum)
+            return RoundSync(
+                site, sites, params, offset, name="diloco", period=self.period, outer=outer
+            )
+        return Isolated(site, sites, params, offset)

@@ -1,0 +1,27 @@
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from atoll.platform.data.datasets import Dataset
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    accuracy: float
+    loss: float
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, data: Dataset, batch_size: int = 1000) -> Evaluation:
+    was_training = model.training
+    model.eval()
+    correct, loss_sum = 0, 0.0
+    for start in range(0, len(data), batch_size):
+        x, y = data.x[start : start + batch_size], data.y[start : start + batch_size]
+        logits = model(x)
+        loss_sum += nn.functional.cross_entropy(logits, y, reduction="sum").item()
+        correct += int((logits.argmax(1) == y).sum())
+    model.train(was_training)
+    n = max(len(data), 1)
+    return Evaluation(correct / n, loss_sum / n)

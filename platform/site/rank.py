@@ -1,0 +1,434 @@
+"""One rank of a site: a worker, one or more parameter-server shards, or both.
+
+Every clock: workers compute gradients on their batches and push each slice to
+the shard that owns it; each shard waits for all K pushes (BSP), averages them,
+steps its optimizer and sends the new slice back to every worker. Rank 0 also
+broadcasts a stop flag each clock, so all ranks agree on where a stop happens.
+"""
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import timedelta
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from atoll.platform.core.errors import AtollError
+from atoll.platform.data.datasets import Dataset, load_dataset
+from atoll.platform.model import Evaluation, build_model, evaluate, model_signature
+from atoll.platform.site.barrier import BSPBarrier
+from atoll.platform.site.batches import BatchPlan
+from atoll.platform.site.checkpoint import CheckpointStore
+from atoll.platform.site.flat import FlatModel
+from atoll.platform.site.geo_mirror import GeoMirror
+from atoll.platform.site.layout import SiteLayout
+from atoll.platform.site.optim import ShardOptimizer, scaled_step
+from atoll.platform.site.spec import SiteJob
+
+_GRAD_TAG, _PARAM_TAG = 0, 1 << 20  # + shard index: one channel per shard and direction
+_PR_SET_PDEATHSIG = 1
+_PARENT_CHECK_S = 0.5
+_ORPHANED_EXIT = 70
+_WARMUP_STEPS = 10
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """What the parent process hands each rank."""
+
+    rank: int
+    world_size: int
+    job: SiteJob
+    out_dir: Path
+    rendezvous: Path
+    resume: bool
+    threads: int
+    site_pid: int  # the process that started the site: a rank dies when it is gone
+
+
+@dataclass
+class Shard:
+    index: int
+    bounds: tuple[int, int]
+    optimizer: ShardOptimizer
+    barrier: BSPBarrier
+    inbox: dict[int, torch.Tensor] = field(default_factory=dict)  # worker -> pushed gradient
+    mean: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+    mirror: GeoMirror | None = None  # in a geo job: this shard's link to its mirrors
+
+
+def rank_main(ctx: RankContext, events: Queue, stop: Event) -> None:
+    """Process entry point: runs the rank and reports any failure to the parent."""
+    try:
+        _die_with_site(ctx.site_pid)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to stop
+        events.put(
+            {"kind": "rank_started", "time": time.time(), "rank": ctx.rank, "pid": os.getpid()}
+        )
+        torch.set_num_threads(ctx.threads)
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # every rank of a site runs on this host
+        dist.init_process_group(
+            "gloo",
+            init_method=f"file://{ctx.rendezvous}",
+            rank=ctx.rank,
+            world_size=ctx.world_size,
+            timeout=timedelta(seconds=ctx.job.comm_timeout_s),
+        )
+        SiteRank(ctx, events, stop).run()
+        dist.destroy_process_group()
+    except BaseException as e:
+        events.put(
+            {
+                "kind": "error",
+                "rank": ctx.rank,
+                "message": f"{type(e).__name__}: {e}".strip(),
+                "traceback": traceback.format_exc(),
+            }
+        )
+        sys.exit(1)
+
+
+def _wait(work: dist.Work, what: str) -> None:
+    try:
+        work.wait()
+    except RuntimeError as e:
+        raise PeerLost(f"{what}: {e}") from e
+
+
+class PeerLost(RuntimeError):
+    """A peer rank stopped answering: it died, hung, or its connection closed."""
+
+
+def _die_with_site(site_pid: int) -> None:
+    """A rank outliving its site process would hold its peers, ports and data forever.
+
+    Ranks are forked by a fork server that they keep alive themselves, so the kernel's
+    parent-death signal covers only the fork server; a thread watches the site process.
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_PARENT_CHECK_S)
+            try:
+                os.kill(site_pid, 0)
+            except ProcessLookupError:
+                os._exit(_ORPHANED_EXIT)
+
+    threading.Thread(target=watch, name="site-watch", daemon=True).start()
+
+
+class SiteRank:
+    def __init__(self, ctx: RankContext, events: Queue, stop: Event) -> None:
+        self.ctx, self.events, self.stop = ctx, events, stop
+        job = ctx.job
+        data = load_dataset(job.dataset, job.data_dir)
+        self.train: Dataset = (
+            data.train.subset(list(job.train_indices)) if job.train_indices else data.train
+        )
+        self.test = data.test
+        self.eval_set = (
+            data.test.sample(job.eval_samples, job.seed) if job.eval_samples else data.test
+        )
+        self.model: nn.Module = build_model(
+            job.model, self.train.input_shape, self.train.num_classes, job.seed
+        )
+        self.flat = FlatModel(self.model)
+        self.layout = SiteLayout(job.workers, job.shards, job.dedicated_shards)
+        data_seed = job.seed if job.data_seed is None else job.data_seed
+        self.plan = BatchPlan(len(self.train), job.batch_size, job.workers, data_seed)
+        self.total_steps = job.steps or job.epochs * self.plan.steps_per_epoch
+        self.eval_every = job.eval_every or self.plan.steps_per_epoch
+        self.store = CheckpointStore(ctx.out_dir / "checkpoints")
+        self.rank = ctx.rank
+        self.is_worker = self.layout.is_worker(self.rank)
+        self.shards = [self._make_shard(s) for s in self.layout.shards_of(self.rank)]
+        self.compute_s = self.exchange_s = 0.0
+
+    def _make_shard(self, index: int) -> Shard:
+        start, end = bounds = self.layout.bounds(index, self.flat.num_params)
+        # A view: on a co-located rank the shard steps the very parameters the worker uses.
+        param = self.flat.params[start:end]
+        shard = Shard(
+            index,
+            bounds,
+            ShardOptimizer.create(param, self.ctx.job.optimizer),
+            BSPBarrier(self.ctx.job.workers),
+            mean=torch.empty(end - start),
+        )
+        for worker in range(self.ctx.job.workers):
+            local = worker == self.rank
+            shard.inbox[worker] = self.flat.grads[start:end] if local else torch.empty(end - start)
+        if self.ctx.job.geo is not None:
+            shard.mirror = GeoMirror(self.ctx.job.geo, index, self.ctx.job.shards, param, start)
+        return shard
+
+    # -- the clock loop -----------------------------------------------------------------
+
+    def run(self) -> None:
+        step = self._restore()
+        if self.ctx.job.geo is not None:
+            step = self._join_geo(step)
+        self._emit("started", step=step, total_steps=self.total_steps, params=self.flat.num_params)
+        for work in self._distribute_params():  # initial or restored parameters
+            _wait(work, f"rank {self.rank} received no initial parameters")
+        step, stopped, step_times = self._train(step)
+        if step % self.ctx.job.checkpoint_every != 0:
+            self._checkpoint(step)
+        if self.ctx.job.geo is not None:
+            self._leave_geo(stopped)
+        stats = {
+            "rank": self.rank,
+            "barrier_wait_s": sum(s.barrier.total_wait_s for s in self.shards),
+            "compute_s": self.compute_s,
+            "exchange_s": self.exchange_s,
+        }
+        self.events.put({"kind": "rank_stats", **stats})
+        if self.rank != 0:
+            return
+        evaluation = None
+        if not stopped:
+            evaluation = self._emit_eval(step, self.test)
+            weights = {k: v.clone() for k, v in self.model.state_dict().items()}
+            torch.save(weights, self.ctx.out_dir / "model.pt")
+        # The first clocks pay one-off costs (allocator, kernel selection); throughput is
+        # measured after them, as for any steady-state loop it is compared with.
+        warmup = min(_WARMUP_STEPS, len(step_times) // 10)
+        steady = step_times[warmup:]
+        self._emit(
+            "finished",
+            step=step,
+            stopped=stopped,
+            train_s=sum(step_times),
+            steady_steps=len(steady),
+            steady_step_s=sum(steady) / len(steady) if steady else None,
+            test_accuracy=evaluation.accuracy if evaluation else None,
+            test_loss=evaluation.loss if evaluation else None,
+        )
+
+    def _train(self, step: int) -> tuple[int, bool, list[float]]:
+        """Clocks until the end or a stop: the step reached, whether stopped, seconds per clock."""
+        step_times = []  # seconds per clock, without checkpoints and evaluations
+        while step < self.total_steps:
+            start = time.perf_counter()
+            if self._stop_requested(step):
+                return step, True, step_times
+            loss = self._compute_gradient(step) if self.is_worker else 0.0
+            self._exchange(step)
+            step += 1
+            step_times.append(time.perf_counter() - start)
+            self._emit("step", step=step, loss=loss, epoch=self.plan.epoch_of(step - 1))
+            if step % self.ctx.job.checkpoint_every == 0:
+                self._checkpoint(step)
+            if step % self.eval_every == 0 and step < self.total_steps:
+                if self.rank == 0:
+                    self._emit_eval(step, self.eval_set)
+                for shard in self.shards:
+                    if shard.mirror is not None:
+                        self._emit_geo(shard)
+        return step, False, step_times
+
+    def _stop_requested(self, step: int) -> bool:
+        flag = torch.tensor([1.0 if self.rank == 0 and self.stop.is_set() else 0.0])
+        if self.ctx.world_size > 1:
+            try:
+                dist.broadcast(flag, src=0)
+            except RuntimeError as e:
+                raise PeerLost(f"a rank stopped answering at the start of clock {step}: {e}") from e
+        return bool(flag.item())
+
+    def _compute_gradient(self, step: int) -> float:
+        t = time.perf_counter()
+        index = torch.from_numpy(self.plan.indices(step, self.rank))
+        x, y = self.train.x[index], self.train.y[index]
+        self.flat.zero_grad()
+        loss = nn.functional.cross_entropy(self.model(x), y)
+        loss.backward()
+        self.compute_s += time.perf_counter() - t
+        return loss.item()
+
+    def _exchange(self, step: int) -> None:
+        """Gradients to shard owners, BSP average and optimizer step, new parameters back."""
+        t = time.perf_counter()
+        sends = self._push_gradients()
+        lr = self.ctx.job.optimizer.lr_at(step, self.total_steps)
+        for shard in self.shards:
+            self._gather(shard, step)
+            self._apply(shard, lr, step)
+        for shard in self.shards:
+            if shard.mirror is not None:
+                shard.mirror.sync()  # the next clock waits until the geo policy allows it
+        for work in sends + self._distribute_params():
+            _wait(work, f"rank {self.rank} exchanged no parameters for clock {step}")
+        self.exchange_s += time.perf_counter() - t
+
+    def _slice(self, buffer: torch.Tensor, shard: int) -> torch.Tensor:
+        start, end = self.layout.bounds(shard, self.flat.num_params)
+        return buffer[start:end]
+
+    def _remote_shards(self) -> list[int]:
+        """The shards whose owner is another rank, if this rank is a worker."""
+        if not self.is_worker:
+            return []
+        return [s for s in range(self.ctx.job.shards) if self.layout.owner(s) != self.rank]
+
+    def _push_gradients(self) -> list[dist.Work]:
+        return [
+            dist.isend(self._slice(self.flat.grads, s), self.layout.owner(s), tag=_GRAD_TAG + s)
+            for s in self._remote_shards()
+        ]
+
+    def _gather(self, shard: Shard, step: int) -> None:
+        pending = {
+            w: dist.irecv(buf, w, tag=_GRAD_TAG + shard.index)
+            for w, buf in shard.inbox.items()
+            if w != self.rank
+        }
+        for worker in range(self.ctx.job.workers):
+            if worker in pending:
+                what = f"shard {shard.index} got no gradient from worker {worker} for clock {step}"
+                _wait(pending[worker], what)
+            shard.barrier.push(worker, step, time.perf_counter())
+
+    def _apply(self, shard: Shard, lr: float, step: int) -> None:
+        inbox = [shard.inbox[w] for w in range(self.ctx.job.workers)]
+        if len(inbox) == 1:
+            grad = inbox[0]
+        else:
+            # Summed in worker order, so the result is the same whatever order pushes arrived in.
+            grad = torch.add(inbox[0], inbox[1], out=shard.mean)
+            for g in inbox[2:]:
+                grad += g
+            grad /= len(inbox)
+        if shard.mirror is None:
+            shard.optimizer.step(grad, lr)
+            return
+        delta = scaled_step(shard.optimizer, grad, lr, shard.mirror.policy.update_scale)
+        shard.mirror.after_clock(delta, lr / self.ctx.job.optimizer.lr)
+
+    # -- the geo tier ---------------------------------------------------------------
+
+    def _join_geo(self, step: int) -> int:
+        """Connect every shard to its mirrors; a resumed site first adopts their replica.
+
+        Returns the clock to go on from, the same on every rank of the site.
+        """
+        for shard in self.shards:
+            shard.mirror.start(rejoin=self.ctx.resume)
+            shard.mirror.sync()
+        clock = torch.tensor([max([step] + [s.mirror.policy.clock for s in self.shards])])
+        if self.ctx.world_size > 1:
+            dist.all_reduce(clock, op=dist.ReduceOp.MAX)
+        for shard in self.shards:
+            shard.mirror.policy.clock = max(shard.mirror.policy.clock, int(clock))
+            shard.barrier.clock = int(clock)
+        self.events.put(
+            {"kind": "geo_joined", "rank": self.rank, "clock": int(clock), "time": time.time()}
+        )
+        return int(clock)
+
+    def _leave_geo(self, stopped: bool) -> None:
+        """The final sync (unless stopping early), then the final replica to every worker."""
+        for shard in self.shards:
+            if not stopped:
+                shard.mirror.finish()
+            shard.mirror.close()
+            self._emit_geo(shard)
+        for work in self._distribute_params():
+            _wait(work, f"rank {self.rank} received no final parameters")
+
+    def _emit_geo(self, shard: Shard) -> None:
+        self.events.put(
+            {
+                "kind": "geo",
+                "rank": self.rank,
+                "shard": shard.index,
+                "time": time.time(),
+                **shard.mirror.stats(),
+            }
+        )
+
+    def _distribute_params(self) -> list[dist.Work]:
+        """Owners send their slices to every other worker; workers receive what they do not own."""
+        works = [
+            dist.isend(
+                self._slice(self.flat.params, shard.index), worker, tag=_PARAM_TAG + shard.index
+            )
+            for shard in self.shards
+            for worker in range(self.ctx.job.workers)
+            if worker != self.rank
+        ]
+        works += [
+            dist.irecv(self._slice(self.flat.params, s), self.layout.owner(s), tag=_PARAM_TAG + s)
+            for s in self._remote_shards()
+        ]
+        return works
+
+    # -- checkpoints, evaluation and events ---------------------------------------------
+
+    def _restore(self) -> int:
+        if not self.ctx.resume:
+            return 0
+        found = self.store.latest()
+        if found is None:
+            return 0
+        signature = model_signature(self.model)
+        if found.meta.get("model_signature") != signature:
+            raise AtollError(
+                f"checkpoint in {self.store.root} is of another model architecture "
+                f"({found.meta.get('model_signature')}, this run builds {signature})"
+            )
+        for shard in self.shards:
+            param, state = self.store.load_slice(found.step, shard.bounds)
+            shard.optimizer.param.copy_(param)
+            optimizer = shard.optimizer.optimizer
+            groups = optimizer.state_dict()["param_groups"]
+            optimizer.load_state_dict(
+                {"state": {0: state} if state else {}, "param_groups": groups}
+            )
+            shard.barrier.clock = found.step
+        return found.step
+
+    def _checkpoint(self, step: int) -> None:
+        for shard in self.shards:
+            state = shard.optimizer.optimizer.state_dict()["state"].get(0, {})
+            self.store.save_shard(step, shard.index, shard.bounds, shard.optimizer.param, state)
+        if self.ctx.world_size > 1:
+            dist.barrier()
+        if self.rank == 0:
+            self.store.commit(
+                step,
+                {
+                    "shards": self.ctx.job.shards,
+                    "num_params": self.flat.num_params,
+                    "model_signature": model_signature(self.model),
+                },
+            )
+            self._emit("checkpoint", step=step)
+
+    def _emit_eval(self, step: int, data: Dataset) -> Evaluation:
+        result = evaluate(self.model, data)
+        self._emit(
+            "eval",
+            step=step,
+            test_accuracy=result.accuracy,
+            test_loss=result.loss,
+            samples=len(data),
+        )
+        return result
+
+    def _emit(self, kind: str, **fields: Any) -> None:
+        if self.rank == 0:
+            self.events.put({"kind": kind, "time": time.time(), **fields})

@@ -1,0 +1,1 @@
+"""The HTTP API: routes under /v1 and the dependencies they share."""

@@ -1,0 +1,132 @@
+"""What routes depend on, as typed aliases: settings, database sessions, the caller."""
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPBearer
+from sqlalchemy.orm import Session
+
+from atoll.registry.core.candidates import CandidateCache
+from atoll.registry.core.config import RegistrySettings
+from atoll.registry.core.errors import Forbidden, Unauthorized
+from atoll.registry.core.security import bearer_token, hash_token, matches_any
+from atoll.registry.core.tokencache import TokenCache
+from atoll.registry.crud.tokens import site_of_token
+from atoll.registry.db import Database
+from atoll.registry.models import utcnow
+
+# Declares the scheme in the OpenAPI schema; the token itself is checked below.
+_bearer = HTTPBearer(auto_error=False, description="An admin token or a site's token.")
+
+
+# The dependencies that do no I/O are `async def`: FastAPI runs a plain `def` one in
+# the thread pool, and each such hop costs more than the work (creating a session
+# touches no database; it connects on first use, in the route's thread).
+
+
+async def get_settings(request: Request) -> RegistrySettings:
+    return request.app.state.settings
+
+
+async def get_database(request: Request) -> Database:
+    return request.app.state.database
+
+
+async def read_session(database: "DatabaseDep") -> AsyncIterator[Session]:
+    with database.reading() as session:
+        yield session
+
+
+async def write_session(database: "DatabaseDep") -> AsyncIterator[Session]:
+    with database.writing() as session:
+        yield session
+
+
+async def now() -> datetime:
+    return utcnow()
+
+
+SettingsDep = Annotated[RegistrySettings, Depends(get_settings)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
+ReadSession = Annotated[Session, Depends(read_session)]
+WriteSession = Annotated[Session, Depends(write_session)]
+Now = Annotated[datetime, Depends(now)]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent the request: an admin, or a site (by its id) holding one of its tokens."""
+
+    site_id: str | None = None
+    token_id: str | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.site_id is None
+
+    def may_write(self, site_id: str) -> bool:
+        return self.is_admin or self.site_id == site_id
+
+    def ensure_may_write(self, site_id: str) -> None:
+        """A site may change only its own records."""
+        if not self.may_write(site_id):
+            raise Forbidden(
+                f"this token belongs to site {self.site_id}; it may not change site {site_id}",
+                "site_id",
+                "path",
+            )
+
+
+async def get_token_cache(request: Request) -> TokenCache:
+    return request.app.state.token_cache
+
+
+TokenCacheDep = Annotated[TokenCache, Depends(get_token_cache)]
+
+
+async def get_candidate_cache(request: Request) -> CandidateCache:
+    return request.app.state.candidate_cache
+
+
+CandidateCacheDep = Annotated[CandidateCache, Depends(get_candidate_cache)]
+
+
+async def authenticate(
+    request: Request,
+    settings: SettingsDep,
+    database: DatabaseDep,
+    cache: TokenCacheDep,
+    _scheme: Annotated[object, Depends(_bearer)] = None,
+) -> Caller:
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        raise Unauthorized("missing bearer token: send `Authorization: Bearer <token>`")
+    digest = hash_token(token)
+    if matches_any(digest, settings.admin_token_hashes):
+        return Caller()
+    found = cache.get(digest)
+    if found is None:
+        found = await run_in_threadpool(_look_up, database, digest)
+        if found is None:
+            raise Unauthorized("unknown or revoked token")
+        cache.put(digest, *found)
+    return Caller(site_id=found[0], token_id=found[1])
+
+
+def _look_up(database: Database, token_hash: str) -> tuple[str, str] | None:
+    with database.reader.connect() as conn:
+        return site_of_token(conn, token_hash)
+
+
+async def require_admin(caller: Annotated[Caller, Depends(authenticate)]) -> Caller:
+    if not caller.is_admin:
+        raise Forbidden("this needs an admin token", "Authorization", "header")
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(authenticate)]
+AdminDep = Annotated[Caller, Depends(require_admin)]

@@ -1,0 +1,82 @@
+"""Site tokens: issued at registration and on rotation, stored only as hashes."""
+
+from datetime import datetime
+
+from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy.orm import Session
+
+from atoll.registry.core.errors import NotFound
+from atoll.registry.core.security import hash_token, new_token, new_token_id, token_hint
+from atoll.registry.models import Site, SiteToken
+from atoll.registry.schemas import TokenInfo
+
+
+def issue_token(session: Session, site_id: str, now: datetime) -> tuple[SiteToken, str]:
+    """A new token for the site: its row (flushed with the session) and the token itself."""
+    token = new_token()
+    row = SiteToken(
+        id=new_token_id(),
+        site_id=site_id,
+        token_hash=hash_token(token),
+        hint=token_hint(token),
+        created_at=now,
+    )
+    session.add(row)
+    return row, token
+
+
+# Built once: every authenticated request runs it, and building costs more than running.
+_ACTIVE_TOKEN = (
+    select(SiteToken.site_id, SiteToken.id)
+    .join(Site, Site.id == SiteToken.site_id)
+    .where(
+        SiteToken.token_hash == bindparam("token_hash"),
+        SiteToken.revoked_at.is_(None),
+        Site.deregistered_at.is_(None),
+    )
+)
+
+
+def site_of_token(conn: Connection, token_hash: str) -> tuple[str, str] | None:
+    """(site id, token id) for an active token of a registered site, else None."""
+    row = conn.execute(_ACTIVE_TOKEN, {"token_hash": token_hash}).first()
+    return (row[0], row[1]) if row else None
+
+
+def list_tokens(session: Session, site_id: str) -> list[SiteToken]:
+    return list(
+        session.scalars(
+            select(SiteToken)
+            .where(SiteToken.site_id == site_id)
+            .order_by(SiteToken.created_at, SiteToken.id)
+        )
+    )
+
+
+def revoke_token(session: Session, site_id: str, token_id: str, now: datetime) -> SiteToken:
+    row = session.get(SiteToken, token_id)
+    if row is None or row.site_id != site_id:
+        raise NotFound(f"site {site_id} has no token {token_id}", "token_id", "path")
+    if row.revoked_at is None:
+        row.revoked_at = now
+    return row
+
+
+def revoke_all(session: Session, site_id: str, now: datetime, keep: str | None = None) -> None:
+    statement = update(SiteToken).where(
+        SiteToken.site_id == site_id, SiteToken.revoked_at.is_(None)
+    )
+    if keep is not None:
+        statement = statement.where(SiteToken.id != keep)
+    session.execute(statement.values(revoked_at=now))
+
+
+def token_info(row: SiteToken) -> TokenInfo:
+    return TokenInfo(
+        id=row.id,
+        site_id=row.site_id,  # type: ignore[arg-type]
+        hint=row.hint,
+        created_at=row.created_at,
+        revoked_at=row.revoked_at,
+        active=row.revoked_at is None,
+    )

@@ -1,0 +1,117 @@
+"""The registry's FastAPI application.
+
+`create_app()` reads `ATOLL_*` settings; uvicorn can also build it as a factory
+(`uvicorn --factory atoll.registry.main:create_app`). Startup refuses a database
+whose schema is not the one this code expects, and a missing admin token.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from atoll.registry.api.main import api_router
+from atoll.registry.api.routes import health
+from atoll.registry.core.candidates import CandidateCache
+from atoll.registry.core.config import RegistrySettings, registry_settings
+from atoll.registry.core.errors import install_error_handlers
+from atoll.registry.core.limits import BodyLimit
+from atoll.registry.core.metrics import RequestMetrics
+from atoll.registry.core.tokencache import TokenCache
+from atoll.registry.db import Database
+from atoll.registry.migrate import schema_state
+
+
+class StartupRefused(RuntimeError):
+    """The service must not run as configured; the message says why and what to do."""
+
+
+def startup_problem(settings: RegistrySettings, database: Database) -> str | None:
+    return settings.admin_token_problem() or schema_state(database.engine).problem()
+
+
+def create_app(settings: RegistrySettings | None = None) -> FastAPI:
+    settings = settings or registry_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = Database(settings.resolved_database_url, settings.db_pool_size)
+        try:
+            problem = startup_problem(settings, database)
+            if problem:
+                raise StartupRefused(problem)
+            app.state.database = database
+            yield
+        finally:
+            database.dispose()
+
+    app = FastAPI(
+        title="Atoll registry",
+        version=_version(),
+        summary="Site directory and Cartel metadata: sites, reports, neighbours, model lineage.",
+        description=(
+            "Every /v1 request needs `Authorization: Bearer <token>`: an admin token "
+            "(`ATOLL_ADMIN_TOKEN`) or a site's token. Sites change only their own records. "
+            "Errors are JSON (`ErrorBody`) naming each field and its problem."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.token_cache = TokenCache(settings.auth_cache_s)
+    app.state.candidate_cache = CandidateCache(settings.neighbour_cache_s)
+    app.include_router(api_router)
+    app.include_router(health.router)
+    install_error_handlers(app)
+    # The last added runs outermost: metrics time everything, refused big bodies too.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestMetrics)
+    app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI, settings: RegistrySettings) -> dict[str, Any]:
+    """The generated schema, with the limits this deployment is configured with."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            summary=app.summary,
+            description=app.description,
+            routes=app.routes,
+        )
+        components = schema["components"]["schemas"]
+        for name in ("ReportCreate", "NeighbourQuery"):
+            components[name]["properties"]["class_priors"]["maxItems"] = settings.max_classes
+        components["NeighbourQuery"]["properties"]["k"]["maximum"] = settings.max_neighbours
+        for parameter in schema["paths"]["/v1/sites/{site_id}/neighbours"]["get"]["parameters"]:
+            if parameter["name"] == "k":
+                parameter["schema"]["maximum"] = settings.max_neighbours
+        _no_null_query_parameters(schema)
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def _no_null_query_parameters(schema: dict[str, Any]) -> None:
+    """An optional query parameter is absent or a string, never null: say so, rather than
+    pydantic's `anyOf: [..., null]`, so that clients and fuzzers read it right."""
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                options = parameter["schema"].get("anyOf", [])
+                if parameter["in"] == "query" and {"type": "null"} in options:
+                    rest = [o for o in options if o != {"type": "null"}]
+                    if len(rest) == 1:
+                        parameter["schema"] = {
+                            **{k: v for k, v in parameter["schema"].items() if k != "anyOf"},
+                            **rest[0],
+                        }
+
+
+def _version() -> str:
+    try:
+        return version("atoll")
+    except PackageNotFoundError:
+        return "0+unknown"

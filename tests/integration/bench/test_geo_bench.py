@@ -1,0 +1,31 @@
+"""`atoll bench geo --quick`, as CI runs it: every policy in the simulator, scored against
+lan and bsp, with its table, JSON and plot."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from atoll.bench import geo
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_quick_geo_bench_scores_every_policy_against_lan_and_bsp(tmp_path: Path) -> None:
+    geo.run(quick=True, out=tmp_path, jobs=2)
+    result = json.loads((tmp_path / "geo-quick.json").read_text())
+    assert result["quick"] and result["dataset"] == "digits"
+    (rows,) = result["scenarios"].values()
+    by_policy = {r["policy"]: r for r in rows}
+    assert set(by_policy) == {p.label for p in geo.QUICK.policies}
+    lan, bsp, none = by_policy["lan"], by_policy["bsp"], by_policy["none"]
+    # The same math on links 100x apart: same replicas and bytes, far apart in time.
+    assert lan["final_accuracy"] == pytest.approx(bsp["final_accuracy"], abs=1e-6)
+    assert lan["wan_bytes"] == bsp["wan_bytes"] > 0
+    assert bsp["time_to_target_s"] > 10 * lan["time_to_target_s"]
+    assert bsp["speedup_over_bsp"] == 1.0 and lan["time_vs_lan"] == 1.0
+    assert none["wan_bytes"] == 0 and none["stall_s"] == 0
+    for row in rows:
+        if row["policy"].startswith("asp"):
+            assert 0 < row["wan_bytes"] < bsp["wan_bytes"], row["policy"]
+    assert (tmp_path / "three-continents-dirichlet0.5.png").stat().st_size > 10_000

@@ -1,0 +1,92 @@
+"""`atoll demo` as a newcomer runs it: everything starts, one job completes, the table and
+the record come out, and no process outlives the command, also after a Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def demo(out: Path, log: Path, *args: str) -> subprocess.Popen[str]:
+    with log.open("w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "atoll.cli", "demo", "--out", str(out), *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Live processes whose command line or environment holds `text` (our run folder):
+    every process the demo starts names it, through a path or a database URL."""
+    found = []
+    for folder in Path("/proc").iterdir():
+        if not folder.name.isdigit() or int(folder.name) == os.getpid():
+            continue
+        try:
+            cmdline = (folder / "cmdline").read_bytes()
+            environ = (folder / "environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if text.encode() in cmdline or text.encode() in environ:
+            command = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{folder.name}: {command}")
+    return found
+
+
+def wait_gone(text: str, timeout_s: float = 10) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while (left := processes_mentioning(text)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_the_demo_completes_a_job_reports_it_and_leaves_nothing_running(
+    tmp_path: Path, fashion_mnist: Path
+) -> None:
+    out = tmp_path / "demo"
+    process = demo(out, tmp_path / "stderr.log", "--clocks", "30")
+    stdout, _ = process.communicate(timeout=300)
+    stderr = (tmp_path / "stderr.log").read_text()
+    assert process.returncode == 0, stderr[-3000:]
+    assert "control plane: http://127.0.0.1:" in stderr
+    for site in ("virginia", "frankfurt", "singapore"):
+        assert site in stdout
+    assert "of what BSP would send" in stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["state"] == "completed"
+    assert [s["clock"] for s in summary["sites"]] == [30, 30, 30]
+    assert all(0.1 < s["final_accuracy"] <= 1 for s in summary["sites"])
+    assert 0 < summary["wan_bytes"] < summary["bsp_wan_bytes"]
+    assert all(Path(p).stat().st_size > 10_000 for p in summary["plots"])
+    assert wait_gone(str(out)) == []
+
+
+def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path, fashion_mnist: Path) -> None:
+    out = tmp_path / "demo"
+    log = tmp_path / "stderr.log"
+    process = demo(out, log, "--clocks", "100000")
+    try:
+        deadline = time.monotonic() + 180
+        while "control plane: http" not in log.read_text():
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "the demo never came up"
+            time.sleep(0.2)
+        assert processes_mentioning(str(out))  # the services and agents are running
+        time.sleep(3)  # the job is under way
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, log.read_text()[-3000:]
+    assert "stopping every process the demo started" in log.read_text()
+    assert wait_gone(str(out)) == []

@@ -1,0 +1,108 @@
+"""What the control-plane and edge-agent tests share: the services they need (a real Redis,
+PostgreSQL when CI provides it), and small waits."""
+
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import redis
+from support import IN_CI, require
+
+from atoll.platform.control.bus.connection import Bus
+from atoll.platform.control.bus.keys import BusKeys
+from atoll.platform.control.local import LocalRedis
+from atoll.registry.scratch import postgres_reachable, postgres_schema
+
+# A small, quick geo job: 3 sites of the three-continents topology, on scikit-learn's
+# digits, with a fixed seed. ASP over emulated WAN links.
+DIGITS_JOB: dict[str, Any] = {
+    "dataset": "digits",
+    "model": "mlp",
+    "topology": "three-continents",
+    "partition": "dirichlet:0.5",
+    "batch_size": 32,
+    "clocks": 400,
+    "eval_every": 50,
+    "eval_samples": 360,
+    "seed": 0,
+}
+SITES = {"virginia": "us-east-1", "frankfurt": "eu-central-1", "singapore": "ap-southeast-1"}
+
+
+def shared_redis_url() -> str:
+    """The Redis CI runs (ATOLL_TEST_REDIS_URL); tests keep to keys of their own prefix."""
+    url = os.environ.get("ATOLL_TEST_REDIS_URL", "")
+    require(bool(url) and _answers(url), f"Redis at ATOLL_TEST_REDIS_URL ({url or 'unset'})")
+    return url
+
+
+def _answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=2).ping())
+    except redis.RedisError:
+        return False
+
+
+@contextmanager
+def scratch_bus(url: str) -> Iterator[Bus]:
+    """A bus under a prefix of its own, whose keys are deleted afterwards."""
+    bus = Bus(url, BusKeys(f"atoll-test-{secrets.token_hex(4)}"))
+    try:
+        yield bus
+    finally:
+        for key in bus.redis.scan_iter(f"{bus.keys.prefix}:*"):
+            bus.redis.delete(key)
+        bus.close()
+
+
+@contextmanager
+def own_redis(folder: Path) -> Iterator[LocalRedis]:
+    """A redis-server of the test's own, which it may restart: never the shared one."""
+    require(shutil.which("redis-server") is not None, "redis-server (apt-get install redis-server)")
+    server = LocalRedis(folder).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def control_database(folder: Path) -> Iterator[str]:
+    """PostgreSQL (a schema of its own) when ATOLL_TEST_DATABASE_URL is set, which CI does;
+    else a SQLite file. Under CI a missing PostgreSQL fails the test."""
+    url = os.environ.get("ATOLL_TEST_DATABASE_URL")
+    if url or IN_CI:
+        require(bool(url) and postgres_reachable(url), "PostgreSQL at ATOLL_TEST_DATABASE_URL")
+        assert url is not None
+        with postgres_schema(url, "control") as scoped:
+            yield scoped
+        return
+    yield f"sqlite:///{folder / 'control.db'}"
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout_s: float, poll_s: float = 0.2) -> Any:
+    """The first truthy answer of `check`; fails naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            answer = check()
+            if answer:
+                return answer
+        except Exception as e:  # a service restarting answers nothing for a moment
+            last_error = e
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} ({last_error!r})")
+
+
+def log_events(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+    return [e for e in events if kind is None or e["kind"] == kind]

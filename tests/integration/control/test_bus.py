@@ -1,0 +1,88 @@
+"""The Redis bus against a real Redis: consumer groups deliver at least once, liveness keys
+lapse, telemetry stays bounded, and a restarted Redis is noticed and recovered from."""
+
+import time
+from pathlib import Path
+
+import pytest
+from integration.control.harness import own_redis, scratch_bus, shared_redis_url
+
+from atoll.platform.control.bus import Command, Telemetry
+from atoll.platform.control.bus.connection import Bus, BusDown
+from atoll.platform.control.bus.keys import BusKeys
+from atoll.platform.control.bus.messages import Beat
+
+pytestmark = pytest.mark.integration
+
+
+def command(command_id: str, site: str = "a") -> Command:
+    return Command(id=command_id, site=site, kind="drain", issued_at=time.time())
+
+
+def test_a_command_is_delivered_again_until_it_is_acknowledged() -> None:
+    with scratch_bus(shared_redis_url()) as bus:
+        bus.publish_command(command("c1"))
+        bus.publish_command(command("c2"))
+        first = bus.read_commands("a", block_ms=100)
+        assert [c.id for _, c in first] == ["c1", "c2"]
+        assert bus.read_commands("a", block_ms=50) == []  # nothing new
+        bus.ack_command("a", first[0][0])
+        # The agent died before acknowledging c2: its next incarnation reads it again.
+        pending = bus.read_commands("a", block_ms=0, pending=True)
+        assert [c.id for _, c in pending] == ["c2"]
+        bus.ack_command("a", pending[0][0])
+        assert bus.read_commands("a", block_ms=0, pending=True) == []
+
+
+def test_streams_are_per_site_and_an_unreadable_entry_comes_through_as_none() -> None:
+    with scratch_bus(shared_redis_url()) as bus:
+        bus.publish_command(command("for-b", site="b"))
+        assert bus.read_commands("a", block_ms=50) == []
+        bus.redis.xadd(bus.keys.commands("b"), {"m": "{not json"})
+        read = bus.read_commands("b", block_ms=50)
+        assert [None if c is None else c.id for _, c in read] == ["for-b", None]
+
+
+def test_a_liveness_key_lapses_after_its_time_to_live() -> None:
+    with scratch_bus(shared_redis_url()) as bus:
+        bus.beat("a", Beat(time=1.0, state="idle", incarnation="i"), ttl_s=0.3)
+        assert bus.beats(["a", "b"])["a"] == Beat(time=1.0, state="idle", incarnation="i")
+        assert bus.beats(["a", "b"])["b"] is None
+        time.sleep(0.5)
+        assert bus.beats(["a"]) == {"a": None}
+
+
+def test_telemetry_is_bounded_and_read_in_order_from_a_cursor() -> None:
+    with scratch_bus(shared_redis_url()) as bus:
+        samples = [
+            Telemetry(site="a", job_id="j", time=float(i), kind="step", clock=i) for i in range(300)
+        ]
+        bus.publish_telemetry(samples, maxlen=100)
+        # MAXLEN ~ trims whole macro nodes: about the bound, never the whole history.
+        assert 100 <= bus.redis.xlen(bus.keys.telemetry) < 300
+        read = bus.read_telemetry("0-0", block_ms=0, count=1000)
+        clocks = [s.clock for _, s in read]
+        assert clocks == sorted(clocks) and clocks[-1] == 299
+        assert bus.read_telemetry(read[-1][0], block_ms=50) == []
+        assert bus.last_telemetry_id() == read[-1][0]
+
+
+def test_a_restarted_redis_is_noticed_and_its_lost_groups_are_made_again(tmp_path: Path) -> None:
+    with own_redis(tmp_path / "redis") as server:
+        bus = Bus(server.url, BusKeys("atoll-test-restart"), timeout_s=2)
+        try:
+            epoch = bus.epoch()
+            bus.publish_command(command("c1"))
+            server.restart()
+            assert bus.epoch() != epoch  # a new Redis (reached again): it forgot everything
+            assert bus.read_commands("a", block_ms=10) == []  # the group is made again
+            bus.publish_command(command("c1"))  # issued again by the control plane
+            assert [c.id for _, c in bus.read_commands("a", block_ms=100)] == ["c1"]
+        finally:
+            bus.close()
+
+
+def test_an_unreachable_redis_is_one_clear_error() -> None:
+    bus = Bus("redis://127.0.0.1:1/0", BusKeys("atoll-test-restart"), timeout_s=0.5)
+    with pytest.raises(BusDown, match="unreachable"):
+        bus.epoch()

@@ -1,0 +1,202 @@
+"""Faults against the whole deployment, as processes: Redis (our own, so that it can be
+restarted), the registry, the control plane (on PostgreSQL under CI) and three edge agents
+with emulated WAN links between them. Each test runs a real geo job to its end."""
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from integration.control.harness import (
+    DIGITS_JOB,
+    SITES,
+    control_database,
+    log_events,
+    own_redis,
+    wait_for,
+)
+
+from atoll.platform.control.bus.connection import Bus
+from atoll.platform.control.bus.keys import BusKeys
+from atoll.platform.control.client import ControlClient
+from atoll.platform.control.local import AgentSpec, LocalDeployment
+from atoll.platform.control.schemas import CommandOut, JobOut
+
+pytestmark = pytest.mark.integration
+JOB_S = 240  # the longest a job may take here, faults included
+# The fault-tolerance under test is that a site rejoins and takes up the shared model, so
+# the data is split IID: with a skewed split, a site away for half the job leaves its own
+# classes under-learnt, which would be a property of the split rather than of the rejoin.
+# Every update crosses the WAN (threshold 0), which makes runs from one seed agree to a few
+# test images; a silent mirror stops holding the others back after 3 s (the default suits
+# real WANs).
+JOB = {
+    **DIGITS_JOB,
+    "partition": "iid",
+    "geo": {"policy": "asp", "threshold": 0.0, "lease_s": 3.0},
+}
+results: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
+    root = tmp_path_factory.mktemp("deployment")
+    with own_redis(root / "redis") as redis, control_database(root) as database_url:
+        stack = LocalDeployment(
+            root,
+            [AgentSpec(name, region) for name, region in SITES.items()],
+            redis_url=redis.url,
+            control_database_url=database_url,
+            heartbeat_s=0.5,
+        )
+        stack.redis = redis  # restartable by the tests; stopped by own_redis
+        try:
+            yield stack.start()
+        finally:
+            stack.redis = None
+            stack.stop()
+
+
+@pytest.fixture
+def client(deployment: LocalDeployment) -> Iterator[ControlClient]:
+    with ControlClient(deployment.control_url, deployment.admin_token, retries=10) as control:
+        yield control
+
+
+def run_log(deployment: LocalDeployment, site: str, job_id: str) -> Path:
+    return deployment.root / "edge" / site / "state" / "jobs" / job_id / "run" / "log.jsonl"
+
+
+def clock(client: ControlClient, job_id: str, site: str) -> int:
+    """The site's clock; a job that ended before the test got what it waited for fails it."""
+    job = client.job(job_id)
+    if job.state in ("failed", "cancelled"):
+        pytest.fail(f"job {job_id} {job.state}: {job.message}")
+    return next(s.clock for s in job.sites if s.site == site)
+
+
+def finish(client: ControlClient, job_id: str) -> JobOut:
+    return wait_for(
+        f"job {job_id} to end",
+        lambda: (job := client.job(job_id)).state in ("completed", "failed", "cancelled") and job,
+        JOB_S,
+        poll_s=0.5,
+    )
+
+
+def final_accuracy(job: JobOut) -> float:
+    finals = {s.final_accuracy for s in job.sites}
+    assert len(finals) == 1, f"the final flush leaves every replica the same: {finals}"
+    return finals.pop()
+
+
+def test_an_undisturbed_job_runs_everywhere_and_a_duplicate_start_is_ignored(
+    deployment: LocalDeployment, client: ControlClient
+) -> None:
+    job = client.submit(JOB, name="undisturbed")
+    wait_for("the job to run", lambda: clock(client, job.id, "virginia") > 0, JOB_S)
+    # The bus delivers the start command to virginia once more, as it may after a retry.
+    bus = Bus(deployment.bus_url, BusKeys(deployment.redis_prefix))
+    try:
+        stream = bus.keys.commands("virginia")
+        start = next(f for _, f in bus.redis.xrange(stream) if '"start_job"' in f["m"])
+        bus.redis.xadd(stream, start)
+    finally:
+        bus.close()
+    done = finish(client, job.id)
+    assert done.state == "completed", done.message
+    assert client.site("virginia").duplicates == 1
+    starts = log_events(run_log(deployment, "virginia", job.id), "started")
+    assert len(starts) == 1  # applied once: one site process, started once
+    assert all(s.clock == JOB["clocks"] and s.restarts == 0 for s in done.sites)
+    assert done.wan_bytes > 0 and done.bsp_wan_bytes and done.params
+    results["undisturbed"] = final_accuracy(done)
+
+
+def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
+    deployment: LocalDeployment, client: ControlClient
+) -> None:
+    """One job takes every fault in turn (each one checked), so that one undisturbed run is
+    enough to compare with: kill -9 of an agent, which rejoins; a Redis restart while it is
+    away; a control-plane restart. Neither Redis nor the control plane carries training."""
+    job = client.submit(JOB, name="faults")
+    # kill -9 of frankfurt's agent, past its first checkpoint (clock 50).
+    wait_for("frankfurt at clock 55", lambda: clock(client, job.id, "frankfurt") >= 55, JOB_S)
+    agent_file = deployment.root / "edge" / "frankfurt" / "state" / "agent.json"
+    site_pid = json.loads(agent_file.read_text())["jobs"][job.id]["pid"]
+    deployment.agents["frankfurt"].kill()
+    killed_at, killed_wall = time.monotonic(), time.time()
+    wait_for("frankfurt offline", lambda: not client.site("frankfurt").online, 10, poll_s=0.05)
+    # Silent for two heartbeats is offline (the control plane looks every quarter second).
+    assert time.monotonic() - killed_at <= 2 * deployment.heartbeat_s + 0.5
+    wait_for("its site to die with it", lambda: not _alive(site_pid), 10)
+    deployment.start_agent("frankfurt")  # at once: its site takes a while to load
+
+    # Redis restarts meanwhile and comes back empty: no streams, groups or keys.
+    assert deployment.redis is not None
+    deployment.redis.restart(down_s=1.0)
+    wait_for("every site online again", lambda: all(s.online for s in client.job(job.id).sites), 30)
+
+    # The control plane is killed and started again: the job's record is intact.
+    before = client.job(job.id)
+    assert before.state == "running"
+    assert deployment.control is not None
+    deployment.control.signal(signal.SIGKILL)
+    deployment.control.kill_group()
+    deployment.start_control()
+    after = client.job(job.id)
+    assert (after.id, after.state, after.spec, after.submitted_at) == (
+        before.id, before.state, before.spec, before.submitted_at,
+    )  # fmt: skip
+    assert [s.site for s in after.sites] == [s.site for s in before.sites]
+    assert all(a.clock >= b.clock for a, b in zip(after.sites, before.sites, strict=True))
+
+    done = finish(client, job.id)
+    assert done.state == "completed", done.message
+    assert all(s.clock == JOB["clocks"] and s.final_accuracy for s in done.sites)
+    frankfurt = next(s for s in done.sites if s.site == "frankfurt")
+    assert frankfurt.restarts == 1
+    joined = log_events(run_log(deployment, "frankfurt", job.id), "geo_joined")[-1]
+    assert joined["clock"] > 55  # it took up a mirror's replica, not its older checkpoint
+    for site in ("virginia", "singapore"):  # meanwhile the others trained on
+        steps = log_events(run_log(deployment, site, job.id), "step")
+        away = [e for e in steps if killed_wall < e["time"] < joined["time"]]
+        assert len(away) >= 15, f"{site} made {len(away)} clocks while frankfurt was away"
+    history = client.telemetry(job.id, limit=5000).samples
+    assert {s.site for s in history} == set(SITES)
+    undisturbed = results.get("undisturbed")
+    if undisturbed is None:
+        pytest.skip("needs the undisturbed run of this module to compare with")
+    assert abs(final_accuracy(done) - undisturbed) <= 0.01
+
+
+def test_commands_lost_with_redis_are_issued_again_from_sql(
+    deployment: LocalDeployment, client: ControlClient
+) -> None:
+    agent = deployment.agents["singapore"]
+    agent.stop()  # away: its drain command waits in Redis, which then forgets it
+    client.drain("singapore")
+
+    def drain() -> CommandOut | None:
+        return next((c for c in client.commands("singapore").commands if c.kind == "drain"), None)
+
+    wait_for("the drain to be published", lambda: (c := drain()) and c.publish_count == 1, 10)
+    assert deployment.redis is not None
+    deployment.redis.restart()
+    wait_for("the drain to be published again", lambda: drain().publish_count >= 2, 20)
+    deployment.start_agent("singapore")
+    wait_for("the drain to be applied", lambda: drain().state == "applied", 60)
+    assert client.site("singapore").agent_state == "draining"
+    client.activate("singapore")
+    wait_for("singapore active", lambda: client.site("singapore").agent_state == "idle", 30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,102 @@
+"""The real geo runtime: site processes on loopback, joined by shaped, authenticated links."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+BASE = [
+    "--sites", "3", "--topology", "three-continents", "--dataset", "digits", "--batch-size", "16",
+    "--eval-every", "10", "--eval-samples", "200", "--target-accuracy", "0.5",
+]  # fmt: skip
+
+
+def start(out: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "atoll.cli", "train", "--out", str(out), *BASE, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def events(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def site_step(out: Path, site: str) -> int:
+    steps = [e["step"] for e in events(out / "sites" / site / "log.jsonl") if e["kind"] == "step"]
+    return max(steps, default=0)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_asp_job_runs_end_to_end_and_replicas_agree(tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    process = start(out, "--geo", "asp", "--steps", "40", "--tls")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["runtime"] == "real"
+    assert summary["clocks"] == 40 and summary["time_kind"] == "wall"
+    finals = {site["final_accuracy"] for site in summary["sites"]}
+    assert len(finals) == 1  # the final flush made every replica equal
+    assert summary["final_accuracy"] == pytest.approx(finals.pop(), abs=1e-12)  # a mean
+    assert summary["wan_bytes"] > 0 and len(summary["links"]) == 6
+    assert summary["wan_bytes"] == sum(summary["links"].values())
+    assert summary["time_to_target_s"] is not None and summary["stall_s"] >= 0
+    assert (out / "timeline.png").exists()
+
+
+@pytest.mark.timeout(900)
+def test_a_killed_site_leaves_the_others_training_and_rejoins(tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    process = start(out, "--geo", "asp", "--steps", "1200", "--staleness", "2")
+    try:
+        wait_until(lambda: site_step(out, "frankfurt") >= 40, 180, "frankfurt to reach clock 40")
+        launched = [e for e in events(out / "log.jsonl") if e["kind"] == "site_started"]
+        pid = next(e["pid"] for e in launched if e["site"] == "frankfurt")
+        os.kill(pid, signal.SIGKILL)
+        wait_until(
+            lambda: any(e["kind"] == "site_died" for e in events(out / "log.jsonl")),
+            30,
+            "the death",
+        )
+        others = {s: site_step(out, s) for s in ("virginia", "singapore")}
+        # The survivors stop counting the dead site once its lease runs out, and go on.
+        wait_until(
+            lambda: all(site_step(out, s) >= others[s] + 20 for s in others),
+            120,
+            "the others to go on",
+        )
+        _, stderr = process.communicate(timeout=800)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    log = events(out / "log.jsonl")
+    restarts = [e for e in log if e["kind"] == "site_started" and e["site"] == "frankfurt"]
+    assert [e["resume"] for e in restarts] == [False, True]
+    joined = [
+        e for e in events(out / "sites" / "frankfurt" / "log.jsonl") if e["kind"] == "geo_joined"
+    ]
+    assert joined[-1]["clock"] > 40  # it took a mirror's replica, not its own old checkpoint
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["clocks"] == 1200
+    assert {site["name"]: site["restarts"] for site in summary["sites"]}["frankfurt"] == 1

@@ -1,0 +1,155 @@
+"""Reports: normalised on the way in, history with retention, safe retries, strict checks."""
+
+import uuid
+
+import pytest
+from integration.registry.service import LIMITS, PRIORS, SIGNATURE, Registry
+
+from atoll.registry.client import RegistryError
+from atoll.registry.core.config import RegistrySettings
+
+pytestmark = pytest.mark.integration
+RETENTION = int(LIMITS["ATOLL_REPORT_RETENTION"])
+REPORT = {
+    "class_priors": [30, 10, 0, 60],
+    "accuracy": 0.91,
+    "samples": 1200,
+    "model_signature": SIGNATURE,
+    "model_version": "3",
+}
+
+
+def test_a_report_is_normalised_and_becomes_the_latest(registry: Registry) -> None:
+    site, own = registry.site()
+    report = own.report(site.id, [30, 10, 0, 60], 0.91, 1200, SIGNATURE, "3", drift=True)
+    assert report.class_priors == [0.3, 0.1, 0.0, 0.6] and report.seq == 1 and report.drift
+    assert registry.admin.latest_report(site.id) == report
+    refreshed = registry.admin.get_site(site.id)
+    assert (refreshed.model_signature, refreshed.model_version) == (SIGNATURE, "3")
+    assert refreshed.reports_total == 1 and refreshed.last_seen_at >= site.last_seen_at
+
+
+def test_history_is_newest_first_and_kept_to_the_retention_limit(registry: Registry) -> None:
+    site, own = registry.site()
+    for i in range(RETENTION + 3):
+        own.report(site.id, [1, i], 0.5, i, SIGNATURE, str(i))
+    first = registry.admin.reports(site.id, limit=2)
+    second = registry.admin.reports(site.id, limit=10, cursor=first.next_cursor)
+    seqs = [r.seq for r in first.reports + second.reports]
+    total = RETENTION + 3
+    assert seqs == list(range(total, total - RETENTION, -1))
+    assert second.next_cursor is None
+    assert registry.admin.get_site(site.id).reports_total == total
+    assert registry.admin.latest_report(site.id).model_version == str(total - 1)
+
+
+def test_a_retried_report_is_stored_once(registry: Registry) -> None:
+    site, _ = registry.site()
+    body = {**REPORT, "id": str(uuid.uuid4())}
+    path = f"/v1/sites/{site.id}/reports"
+    first = registry.raw("POST", path, site.token, json=body)
+    again = registry.raw("POST", path, site.token, json=body)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json() == again.json()
+    assert registry.admin.get_site(site.id).reports_total == 1
+    changed = registry.raw("POST", path, site.token, json={**body, "accuracy": 0.2})
+    assert changed.status_code == 409 and changed.json()["problems"][0]["field"] == "id"
+    other, _ = registry.site()
+    elsewhere = registry.raw("POST", f"/v1/sites/{other.id}/reports", other.token, json=body)
+    assert elsewhere.status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "problem"),
+    [
+        ({"class_priors": [1, -2]}, "class_priors[1]", "greater than or equal to 0"),
+        ({"class_priors": [0, 0, 0]}, "class_priors", "must not be all zero"),
+        ({"class_priors": [1] * 65}, "class_priors", "65 classes; at most 64"),
+        ({"class_priors": []}, "class_priors", "at least 1 item"),
+        ({"class_priors": ["many"]}, "class_priors[0]", "valid number"),
+        ({"accuracy": 1.01}, "accuracy", "less than or equal to 1"),
+        ({"samples": -5}, "samples", "greater than or equal to 0"),
+        ({"model_signature": ""}, "model_signature", "at least 1 character"),
+        ({"colour": "blue"}, "colour", "unknown field"),
+        ({"accuracy": None}, "accuracy", "valid number"),
+    ],
+)
+def test_invalid_reports_are_refused_naming_the_field_and_change_nothing(
+    registry: Registry, change: dict, field: str, problem: str
+) -> None:
+    site, _ = registry.site(priors=PRIORS)
+    before = registry.snapshot()
+    answer = registry.raw(
+        "POST", f"/v1/sites/{site.id}/reports", site.token, json={**REPORT, **change}
+    )
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert body["error"] == "validation_failed"
+    assert any(p["field"] == field and problem in p["problem"] for p in body["problems"]), body
+    assert registry.snapshot() == before
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_priors_are_refused(registry: Registry, literal: str) -> None:
+    site, _ = registry.site()
+    raw = (
+        f'{{"class_priors": [1, {literal}], "accuracy": 0.5, "samples": 1, '
+        '"model_signature": "s", "model_version": "1"}'
+    )
+    answer = registry.raw(
+        "POST", f"/v1/sites/{site.id}/reports", site.token,
+        content=raw, headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert answer.status_code == 422
+    assert answer.json()["problems"][0]["field"] == "class_priors[1]"
+
+
+def test_malformed_json_is_refused_naming_the_body(registry: Registry) -> None:
+    site, _ = registry.site()
+    answer = registry.raw(
+        "POST", f"/v1/sites/{site.id}/reports", site.token,
+        content=b'{"class_priors": [1,', headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert answer.status_code == 422
+    assert answer.json()["problems"][0] == {
+        "field": "body", "location": "body", "problem": "is not valid JSON"
+    }  # fmt: skip
+
+
+def test_bodies_over_the_limit_get_413_however_they_are_sent(registry: Registry) -> None:
+    site, _ = registry.site()
+    limit = RegistrySettings().max_body_bytes
+    big = b'{"class_priors": [' + b"1," * limit + b'1], "accuracy": 0.5}'
+    path = f"/v1/sites/{site.id}/reports"
+    headers = {"Content-Type": "application/json"}
+    before = registry.snapshot()
+    declared = registry.raw("POST", path, site.token, content=big, headers=dict(headers))
+    chunked = registry.raw(
+        "POST", path, site.token, content=iter([big[:1000], big[1000:]]), headers=dict(headers)
+    )
+    for answer in (declared, chunked):
+        assert answer.status_code == 413, answer.text
+        assert answer.json()["error"] == "payload_too_large"
+        assert str(limit) in answer.json()["message"]
+    assert registry.snapshot() == before
+
+
+def test_reports_to_unknown_or_deregistered_sites_are_refused(registry: Registry) -> None:
+    missing = registry.raw(
+        "POST", "/v1/sites/00000000-0000-4000-8000-000000000000/reports", json=REPORT
+    )
+    assert missing.status_code == 404
+    site, _ = registry.site()
+    registry.admin.deregister_site(site.id)
+    before = registry.snapshot()
+    gone = registry.raw("POST", f"/v1/sites/{site.id}/reports", json=REPORT)
+    assert gone.status_code == 409 and "deregistered" in gone.json()["message"]
+    assert registry.snapshot() == before
+
+
+def test_a_site_that_never_reported_has_no_latest_report(registry: Registry) -> None:
+    site, own = registry.site()
+    with pytest.raises(RegistryError) as caught:
+        own.latest_report(site.id)
+    assert caught.value.status == 404
+    assert registry.admin.reports(site.id).reports == []

@@ -1,0 +1,97 @@
+"""The simulator on the digits dataset: small, fast, and exact where it can be."""
+
+import pytest
+
+from atoll.platform.core.errors import AtollError
+from atoll.platform.data import load_dataset
+from atoll.platform.geo.job import GeoJob
+from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.sim.compute import compute_profile
+from atoll.platform.sim.simulator import GeoSimulation
+
+pytestmark = pytest.mark.integration
+
+
+def job(policy: GeoSpec, topology: str = "three-continents", clocks: int = 30) -> GeoJob:
+    return GeoJob(
+        dataset="digits",
+        topology=topology,
+        sites=3,
+        partition="dirichlet:0.5",
+        batch_size=16,
+        geo=policy,
+        clocks=clocks,
+        eval_every=10,
+        eval_samples=200,
+        target_accuracy=0.5,
+    )
+
+
+def simulate(policy: GeoSpec, **kwargs: object) -> dict:
+    return GeoSimulation(job(policy, **kwargs), compute="0.02").run()
+
+
+def test_asp_that_sends_everything_and_waits_for_every_clock_is_exactly_bsp() -> None:
+    bsp = simulate(GeoSpec(policy="lan"), topology="lan")
+    asp = simulate(
+        GeoSpec(policy="asp", threshold=0.0, staleness=0, value_type="float32"), topology="lan"
+    )
+    assert [p["mean_accuracy"] for p in asp["timeline"]] == [
+        p["mean_accuracy"] for p in bsp["timeline"]
+    ]
+    assert asp["final_accuracy"] == bsp["final_accuracy"]
+
+
+def test_a_simulation_repeats_exactly() -> None:
+    a = simulate(GeoSpec(policy="asp"))
+    b = simulate(GeoSpec(policy="asp"))
+    for key in ("final_accuracy", "wan_bytes", "virtual_time_s", "stall_s", "timeline"):
+        assert a[key] == b[key]
+
+
+@pytest.mark.parametrize("policy", ["asp", "bsp", "fedavg", "diloco"])
+def test_every_replica_ends_equal(policy: str) -> None:
+    result = simulate(GeoSpec(policy=policy, period=4))
+    finals = {site["final_accuracy"] for site in result["sites"]}
+    assert len(finals) == 1
+    assert result["wan_bytes"] > 0 and result["clocks"] == 30
+
+
+def test_isolated_sites_send_nothing_and_differ() -> None:
+    result = simulate(GeoSpec(policy="none"))
+    assert result["wan_bytes"] == 0 and result["stall_s"] == 0
+    assert len({site["final_accuracy"] for site in result["sites"]}) > 1
+
+
+def test_bsp_over_the_wan_takes_longer_than_on_a_lan_and_sends_as_much() -> None:
+    wan, lan = simulate(GeoSpec(policy="bsp")), simulate(GeoSpec(policy="lan"))
+    assert wan["virtual_time_s"] > 3 * lan["virtual_time_s"]
+    assert wan["wan_bytes"] == lan["wan_bytes"]
+    assert wan["final_accuracy"] == lan["final_accuracy"]  # the same math, only slower
+
+
+def test_asp_sends_fewer_bytes_than_bsp() -> None:
+    asp, bsp = simulate(GeoSpec(policy="asp", threshold=0.1)), simulate(GeoSpec(policy="bsp"))
+    assert asp["wan_bytes"] < bsp["wan_bytes"]
+    assert len(asp["links"]) == 6 and sum(asp["links"].values()) == asp["wan_bytes"]
+
+
+def test_time_to_target_is_when_the_last_site_got_there() -> None:
+    result = simulate(GeoSpec(policy="lan"), topology="lan")
+    reached = result["time_to_target_s"]
+    point = next(p for p in result["timeline"] if p["mean_accuracy"] >= 0.5)
+    assert reached == point["time_s"] and result["clocks_to_target"] == point["clock"]
+
+
+@pytest.mark.parametrize("spec", ["fast", "measured/0", "-1", "nowhere.json"])
+def test_bad_compute_profiles_are_named(spec: str) -> None:
+    with pytest.raises(AtollError, match="compute profile"):
+        compute_profile(spec, "cnn", load_dataset("digits").train, 16)
+
+
+def test_compute_profiles() -> None:
+    train = load_dataset("digits").train
+    assert compute_profile("0.05", "cnn", train, 16).step_s == 0.05
+    measured = compute_profile("measured", "cnn", train, 16).step_s
+    assert 0 < measured < 1
+    assert compute_profile("measured/10", "cnn", train, 16).step_s < measured

@@ -1,0 +1,57 @@
+"""K workers with batch b compute what one process computes with batch K*b."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from atoll.platform.data import load_dataset
+from atoll.platform.site import OptimizerSpec, SiteJob, train_site
+from atoll.platform.site.reference import train_single_process
+
+pytestmark = pytest.mark.integration
+STEPS = 20
+OPTIMIZERS = {
+    "sgd": OptimizerSpec(name="sgd", lr=0.05, momentum=0.9, weight_decay=1e-4),
+    "adam": OptimizerSpec(name="adam", lr=0.002),
+}
+
+
+def site_weights(tmp_path: Path, **job: object) -> dict[str, torch.Tensor]:
+    out = tmp_path / "run"
+    train_site(SiteJob(**job), out)
+    return torch.load(out / "model.pt", weights_only=True)
+
+
+def max_difference(weights: dict[str, torch.Tensor], model: torch.nn.Module) -> float:
+    return max(float((weights[k] - v).abs().max()) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize(("shards", "dedicated"), [(1, False), (2, False), (3, False), (2, True)])
+def test_two_workers_match_one_process_with_double_batch(
+    tmp_path: Path, optimizer: str, shards: int, dedicated: bool
+) -> None:
+    job = {
+        "dataset": "digits",
+        "model": "cnn",
+        "workers": 2,
+        "shards": shards,
+        "dedicated_shards": dedicated,
+        "batch_size": 16,
+        "optimizer": OPTIMIZERS[optimizer],
+        "steps": STEPS,
+        "threads": 1,
+    }
+    weights = site_weights(tmp_path, **job)
+    reference = train_single_process(SiteJob(**job), load_dataset("digits").train, STEPS)
+    initial = train_single_process(SiteJob(**job), load_dataset("digits").train, 0)
+    assert max_difference(weights, reference.model) < 1e-5
+    assert max_difference(weights, initial.model) > 1e-3  # it did train
+
+
+def test_result_does_not_depend_on_the_number_of_shards(tmp_path: Path) -> None:
+    job = {"dataset": "digits", "workers": 2, "batch_size": 8, "steps": 10, "threads": 1}
+    one = site_weights(tmp_path / "a", shards=1, **job)
+    four = site_weights(tmp_path / "b", shards=4, dedicated_shards=True, **job)
+    assert max(float((one[k] - four[k]).abs().max()) for k in one) < 1e-6

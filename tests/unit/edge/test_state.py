@@ -1,0 +1,40 @@
+import json
+import stat
+from pathlib import Path
+
+from atoll.edge.state import AgentFile, LocalJob, StateDir
+from atoll.platform.control.bus.messages import TlsFiles
+
+
+def test_a_job_is_written_with_this_machines_paths_and_private_secrets(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    geo = {"site": "a", "secret_file": "secret", "tls_dir": "tls"}
+    site_job = {"dataset": "digits", "geo": geo}
+    tls = TlsFiles(ca="CA", cert="CERT", key="KEY")
+    path = state.write_job("j1", "a", site_job, "s3cret", tls, tmp_path / "data", threads=1)
+    written = json.loads(path.read_text())
+    folder = state.job_dir("j1").resolve()
+    assert written["geo"]["secret_file"] == str(folder / "secret")
+    assert written["geo"]["tls_dir"] == str(folder / "tls")
+    assert written["data_dir"] == str(tmp_path / "data") and written["threads"] == 1
+    assert (folder / "secret").read_text() == "s3cret"
+    for private in (folder / "secret", folder / "tls" / "a.key"):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    assert (folder / "tls" / "a.pem").read_text() == "CERT"
+
+
+def test_a_site_that_trains_alone_has_no_geo_section_to_fill(tmp_path: Path) -> None:
+    path = StateDir(tmp_path).write_job("j1", "a", {"geo": None}, "s", None, None, None)
+    assert json.loads(path.read_text()) == {"geo": None}
+
+
+def test_the_agents_state_and_token_survive_a_restart(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    job = LocalJob(job_id="j1", state="running", created_at=1.0, restarts=2)
+    state.save(AgentFile(draining=True, registry_id="r1", jobs={"j1": job}))
+    state.save_registry_token("atoll_abc")
+    again = StateDir(tmp_path)
+    loaded = again.load()
+    assert loaded.draining and loaded.registry_id == "r1" and loaded.jobs["j1"].restarts == 2
+    assert again.registry_token() == "atoll_abc"
+    assert stat.S_IMODE((tmp_path / "registry-token").stat().st_mode) == 0o600

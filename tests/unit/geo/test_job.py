@@ -1,0 +1,48 @@
+import pytest
+
+from atoll.platform.core.errors import AtollError
+from atoll.platform.geo.job import GeoJob
+from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.site.optim import OptimizerSpec
+
+
+@pytest.mark.parametrize(("staleness", "momentum"), [(0, 0.9), (1, 0.8), (2, 0.7), (20, 0.0)])
+def test_asp_sites_lower_sgd_momentum_by_what_staleness_adds(
+    staleness: int, momentum: float
+) -> None:
+    job = GeoJob(
+        optimizer=OptimizerSpec(momentum=0.9), geo=GeoSpec(policy="asp", staleness=staleness)
+    )
+    assert job.site_optimizer.momentum == pytest.approx(momentum)
+    assert job.site_optimizer.lr == job.optimizer.lr
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        GeoJob(geo=GeoSpec(policy="bsp")),
+        GeoJob(geo=GeoSpec(policy="asp", staleness=3, compensate_momentum=False)),
+        GeoJob(optimizer=OptimizerSpec(name="adam", lr=0.001)),
+    ],
+)
+def test_the_optimizer_is_left_alone_otherwise(job: GeoJob) -> None:
+    assert job.site_optimizer == job.optimizer
+
+
+def test_lan_runs_the_same_sites_on_lan_links() -> None:
+    sites, links = GeoJob(topology="gaia-11", sites=4, geo=GeoSpec(policy="lan")).topologies()
+    assert sites.sites == ("virginia", "california", "oregon", "ireland")
+    assert links.sites == sites.sites
+    assert links.link("virginia", "ireland").bandwidth_bps == 1e9
+    _, wan = GeoJob(topology="gaia-11", sites=4, geo=GeoSpec(policy="bsp")).topologies()
+    assert wan.link("virginia", "ireland").latency_s == pytest.approx(0.034)
+
+
+def test_too_many_sites_for_the_topology_is_named() -> None:
+    with pytest.raises(AtollError, match="has 3 sites, not 5"):
+        GeoJob(topology="three-continents", sites=5).topologies()
+
+
+def test_each_site_shuffles_differently_but_reproducibly() -> None:
+    job = GeoJob(seed=3)
+    assert job.site_seed(0) != job.site_seed(1) and job.site_seed(1) == GeoJob(seed=3).site_seed(1)

@@ -1,0 +1,279 @@
+"""The geo policies driven by a tiny in-memory network: the rules, without a runtime."""
+
+from collections import deque
+
+import pytest
+import torch
+
+from atoll.platform.geo.asp import ApproximateSync
+from atoll.platform.geo.messages import BROADCAST, Kind, Lane, Outbound
+from atoll.platform.geo.mirror_clock import PROCEED, Wait
+from atoll.platform.geo.policy import GeoPolicy
+from atoll.platform.geo.rounds import ProtocolError
+from atoll.platform.geo.significance import ThresholdSchedule
+from atoll.platform.geo.spec import GeoSpec
+
+SIZE = 50
+
+
+class Network:
+    """Delivers every outbound message, in order, when `flush` is called."""
+
+    def __init__(self, policies: list[GeoPolicy]) -> None:
+        self.policies = policies
+        self.queue: deque[tuple[int, Outbound]] = deque()
+        self.sent: list[tuple[int, int, Outbound]] = []
+
+    def post(self, source: int, outbound: list[Outbound]) -> None:
+        self.queue.extend((source, out) for out in outbound)
+
+    def flush(self, now: float = 0.0) -> None:
+        while self.queue:
+            source, out = self.queue.popleft()
+            targets = self.policies[source].mirrors if out.to == BROADCAST else [out.to]
+            for target in targets:
+                self.sent.append((source, target, out))
+                self.post(target, self.policies[target].receive(out.message, now))
+
+
+def replicas(count: int, seed: int = 0) -> list[torch.Tensor]:
+    start = torch.randn(SIZE, generator=torch.Generator().manual_seed(seed))
+    return [start.clone() for _ in range(count)]
+
+
+def local_step(policy: GeoPolicy, generator: torch.Generator, scale: float = 0.01) -> torch.Tensor:
+    """What a site's optimizer would do: change params, scaled as the policy asks."""
+    delta = torch.randn(SIZE, generator=generator) * scale * policy.update_scale
+    policy.params += delta
+    return delta
+
+
+def run_asp(
+    threshold: float, clocks: int, deliver_every: int, final: str = "flush"
+) -> tuple[list[torch.Tensor], torch.Tensor, Network]:
+    params = replicas(3)
+    start = params[0].clone()
+    policies = [
+        ApproximateSync(
+            i, 3, params[i], schedule=ThresholdSchedule(threshold), staleness=clocks, final=final
+        )
+        for i in range(3)
+    ]
+    net = Network(policies)
+    generator = torch.Generator().manual_seed(1)
+    total = torch.zeros(SIZE)
+    for clock in range(clocks):
+        for i, policy in enumerate(policies):
+            assert policy.before_clock(0.0) is PROCEED
+            delta = local_step(policy, generator)
+            total += delta
+            net.post(i, policy.after_clock(delta, 0.0))
+        if clock % deliver_every == 0:
+            net.flush()
+    for i, policy in enumerate(policies):
+        net.post(i, policy.finish(0.0))
+    net.flush()
+    assert all(p.done(0.0) for p in policies)
+    return params, start + total, net
+
+
+@pytest.mark.parametrize("deliver_every", [1, 7])
+def test_after_the_final_flush_every_replica_holds_every_update(deliver_every: int) -> None:
+    params, expected, _ = run_asp(threshold=0.05, clocks=30, deliver_every=deliver_every)
+    for replica in params:
+        assert torch.allclose(replica, expected, atol=1e-5)
+
+
+def test_with_threshold_zero_and_instant_delivery_asp_is_bsp_every_clock() -> None:
+    params = replicas(3)
+    policies = [
+        ApproximateSync(i, 3, params[i], schedule=ThresholdSchedule(0.0), value_type="float32")
+        for i in range(3)
+    ]
+    net = Network(policies)
+    generator = torch.Generator().manual_seed(2)
+    expected = params[0].clone()
+    for _ in range(5):
+        deltas = []
+        for i, policy in enumerate(policies):
+            deltas.append(local_step(policy, generator))
+            net.post(i, policy.after_clock(deltas[-1], 0.0))
+        net.flush()
+        expected += sum(deltas)  # each site's step is 1/N of its own: the sum is the mean step
+        for replica in params:
+            assert torch.allclose(replica, expected, atol=1e-6)
+
+
+def test_insignificant_updates_are_held_back_and_sent_in_the_flush() -> None:
+    params = replicas(2)
+    policies = [
+        ApproximateSync(i, 2, params[i], schedule=ThresholdSchedule(10.0)) for i in range(2)
+    ]
+    net = Network(policies)
+    delta = torch.full((SIZE,), 1e-4)
+    params[0] += delta
+    net.post(0, policies[0].after_clock(delta, 0.0))
+    net.flush()
+    kinds = [out.message.kind for _, _, out in net.sent]
+    assert kinds == [Kind.CLOCK]  # nothing significant: a tick only
+    assert not torch.allclose(params[0], params[1])
+    for i in range(2):
+        net.post(i, policies[i].finish(0.0))
+    net.flush()
+    assert torch.allclose(params[0], params[1], atol=1e-7)
+
+
+def test_a_congested_link_gets_the_indices_first_and_its_reader_waits_for_the_values() -> None:
+    params = replicas(3)
+    policies = [ApproximateSync(i, 3, params[i], schedule=ThresholdSchedule(0.0)) for i in range(3)]
+    policies[0].link_backlog(2, seconds=1.0)  # the link to site 2 is backed up
+    delta = torch.ones(SIZE) * 0.1
+    out = policies[0].after_clock(delta, 0.0)
+    notices = [o for o in out if o.message.kind == Kind.INDICES]
+    assert [(o.to, o.lane) for o in notices] == [(2, Lane.CONTROL)]
+    assert any(o.to == BROADCAST and o.message.kind == Kind.UPDATE for o in out)
+    policies[2].receive(notices[0].message, 0.0)
+    decision = policies[2].before_clock(1.0)
+    assert (
+        isinstance(decision, Wait)
+        and "selective barrier" in decision.reason
+        and decision.on == (0,)
+    )
+    update = next(o.message for o in out if o.message.kind == Kind.UPDATE)
+    policies[2].receive(update, 3.0)
+    assert policies[2].before_clock(3.0) is PROCEED
+    assert policies[2].stall_s == pytest.approx(2.0)
+
+
+def test_asp_mirror_clock_holds_a_site_ds_ahead() -> None:
+    params = replicas(2)
+    policies = [ApproximateSync(i, 2, params[i], staleness=1) for i in range(2)]
+    for clock in range(2):
+        assert policies[0].before_clock(float(clock)) is PROCEED
+        policies[0].after_clock(torch.zeros(SIZE), float(clock))
+    decision = policies[0].before_clock(2.0)  # 2 clocks done, mirror at 0
+    assert isinstance(decision, Wait) and decision.on == (1,)
+    tick = policies[1].after_clock(torch.zeros(SIZE), 2.5)[0].message
+    policies[0].receive(tick, 2.5)
+    assert policies[0].before_clock(2.5) is PROCEED
+
+
+def test_a_restarted_site_adopts_a_mirrors_snapshot_before_training() -> None:
+    params = replicas(2)
+    policies = [ApproximateSync(i, 2, params[i]) for i in range(2)]
+    params[0] += 1.0
+    policies[0].clock = 40
+    hello = policies[1].rejoin()
+    assert isinstance(policies[1].before_clock(0.0), Wait)
+    [snapshot] = policies[0].receive(hello[0].message, 0.0)
+    assert snapshot.to == 1 and snapshot.message.kind == Kind.SNAPSHOT
+    policies[1].receive(snapshot.message, 0.0)
+    assert torch.equal(params[1], params[0]) and policies[1].clock == 40
+    assert policies[1].before_clock(0.0) is PROCEED
+
+
+def run_rounds(
+    spec: GeoSpec, clocks: int
+) -> tuple[list[torch.Tensor], list[GeoPolicy], Network, list]:
+    params = replicas(3)
+    policies = [spec.build(i, 3, params[i]) for i in range(3)]
+    net = Network(policies)
+    generator = torch.Generator().manual_seed(3)
+    history = []
+    for _ in range(clocks):
+        for i, policy in enumerate(policies):
+            assert policy.before_clock(0.0) is PROCEED
+            delta = local_step(policy, generator)
+            history.append(delta)
+            net.post(i, policy.after_clock(delta, 0.0))
+        net.flush()
+    return params, policies, net, history
+
+
+def test_bsp_leaves_every_clock_with_every_replica_at_the_mean_step() -> None:
+    start = replicas(3)[0]
+    params, _, net, history = run_rounds(GeoSpec(policy="bsp"), clocks=4)
+    expected = start + sum(history) / 3
+    for replica in params:
+        assert torch.allclose(replica, expected, atol=1e-6)
+    kinds = {out.message.kind for _, _, out in net.sent}
+    assert kinds == {Kind.CONTRIB, Kind.RESULT}
+
+
+def test_a_site_waits_for_the_round_to_close() -> None:
+    params = replicas(2)
+    policies = [GeoSpec(policy="bsp").build(i, 2, params[i]) for i in range(2)]
+    out = policies[0].after_clock(torch.zeros(SIZE), 0.0)
+    decision = policies[0].before_clock(0.0)
+    assert isinstance(decision, Wait) and decision.on == (1,)
+    net = Network(policies)
+    net.post(0, out)
+    net.post(1, policies[1].after_clock(torch.zeros(SIZE), 0.0))
+    net.flush()
+    assert policies[0].before_clock(0.0) is PROCEED
+
+
+def test_fedavg_talks_only_every_period() -> None:
+    _, policies, net, _ = run_rounds(GeoSpec(policy="fedavg", period=3), clocks=5)
+    assert {out.message.clock for _, _, out in net.sent} == {0}  # one round, after clock 3
+    assert policies[0].stats()["rounds"] == 1
+
+
+def test_diloco_applies_nesterov_to_the_mean_pseudo_gradient() -> None:
+    start = replicas(3)[0]
+    params, _, _, history = run_rounds(
+        GeoSpec(policy="diloco", period=2, outer_lr=0.5, outer_momentum=0.9), 2
+    )
+    mean_change = sum(history) / 3
+    # First outer step: buffer = g; Nesterov update = g + 0.9 g; g = -mean change.
+    expected = start + 0.5 * 1.9 * mean_change
+    for replica in params:
+        assert torch.allclose(replica, expected, atol=1e-6)
+
+
+def test_a_result_from_another_round_is_a_protocol_error() -> None:
+    params = replicas(2)
+    policy = GeoSpec(policy="bsp").build(0, 2, params[0])
+    other = GeoSpec(policy="bsp").build(1, 2, params[1])
+    result = next(
+        o.message
+        for o in other.after_clock(torch.zeros(SIZE), 0.0)
+        if o.message.kind == Kind.CONTRIB
+    )
+    bogus = type(result)(Kind.RESULT, 1, 5, result.offset, result.length, None, result.values)
+    with pytest.raises(ProtocolError, match="round 5 during round 0"):
+        policy.receive(bogus, 0.0)
+
+
+def test_isolated_sites_say_nothing() -> None:
+    params = replicas(2)
+    policy = GeoSpec(policy="none").build(0, 2, params[0])
+    assert policy.after_clock(torch.ones(SIZE), 0.0) == [] and policy.finish(0.0) == []
+    assert policy.done(0.0)
+
+
+def test_a_restarted_site_rejoins_a_bsp_round_that_waited_for_it() -> None:
+    params = replicas(3)
+    spec = GeoSpec(policy="bsp")
+    policies = [spec.build(i, 3, params[i]) for i in range(3)]
+    net = Network(policies)
+    generator = torch.Generator().manual_seed(6)
+    for i in range(2):  # sites 0 and 1 contribute to round 0; site 2 dies before it does
+        net.post(i, policies[i].after_clock(local_step(policies[i], generator), 0.0))
+    # What was on its way to site 2's old process is lost with it.
+    net.queue = deque((src, out) for src, out in net.queue if out.to != 2)
+    net.flush()
+    params[2] = torch.zeros(SIZE)
+    restarted = spec.build(2, 3, params[2])
+    policies[2] = restarted
+    net.post(2, restarted.rejoin())
+    assert isinstance(restarted.before_clock(0.0), Wait)
+    for i in range(2):
+        net.post(i, policies[i].mirror_restarted(2, 0.0))
+    net.flush()
+    assert restarted.before_clock(0.0) is PROCEED  # it took a mirror's replica
+    assert torch.equal(params[2], params[0] - (params[0] - policies[0].anchor))
+    net.post(2, restarted.after_clock(local_step(restarted, generator), 0.0))
+    net.flush()
+    assert all(p.round == 1 for p in policies)
+    assert torch.allclose(params[0], params[1]) and torch.allclose(params[0], params[2])
