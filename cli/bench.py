@@ -45,13 +45,14 @@ def geo(
 def fidelity(
     dataset: Annotated[str, typer.Option()] = "fashion-mnist",
     clocks: Annotated[int, typer.Option(min=10)] = 200,
-    target: Annotated[float, typer.Option(min=0, max=1)] = 0.75,
+    target: Annotated[float, typer.Option(min=0, max=1)] = 0.7,
+    repeats: Annotated[int, typer.Option(min=1, help="Real and simulated runs each.")] = 3,
     out: Annotated[Path, typer.Option()] = Path("bench/results/fidelity"),
 ) -> None:
     """Simulator against the real runtime on three-continents: time to target and WAN bytes."""
     from atoll.bench import fidelity as scenario
 
-    scenario.run(dataset, clocks, target, out)
+    scenario.run(dataset, clocks, target, repeats, out)
 
 
 @app.command("registry")

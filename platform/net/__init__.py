@@ -17,7 +17,10 @@ that also exchanges each process's random incarnation and how far each has recei
 Then DATA frames (sequence number + payload) and cumulative, batched ACK frames flow
 both ways (sequencing.py); idle links send ACKs as heartbeats. A reconnect resumes
 from what the receiver reported; a new incarnation means the peer restarted, and
-both directions start over (`PeerRestarted`).
+both directions start over (`PeerRestarted`). An urgent message
+(`send(..., urgent=True)`: the geo tier's clocks and selective-barrier notices) is
+numbered ahead of the queued messages not yet transmitted, which the peer has never
+seen: a priority lane without a second sequence.
 
 Security: the HMAC handshake decides who belongs to the job; the secret never
 crosses the wire. TLS (tls.py, optional, mutual) protects the bytes that follow
@@ -27,6 +30,8 @@ Shaping (shaping.py): each outgoing link can be held to a `LinkShape`; frames ar
 serialised at its bandwidth and written to the socket one latency later, at the
 sender, matching `LinkShape.transfer_s` and the simulator. Byte counters (wire.py)
 count what is written to and read from the transport, WebSocket framing included.
+`LinkStats.backlog_s` is the serialisation still ahead on a link, as the simulator
+measures it.
 """
 
 from atoll.platform.net.endpoint import SiteEndpoint

@@ -162,14 +162,19 @@ class SiteEndpoint:
 
     # the application's side
 
-    def send(self, peer: str, payload: bytes, timeout: float | None = None) -> None:
+    def send(
+        self, peer: str, payload: bytes, timeout: float | None = None, *, urgent: bool = False
+    ) -> None:
         """Queue `payload` for `peer`, delivered exactly once and in order, across dropped
         connections. Waits only while that link's queue is full: up to `timeout` seconds
-        (None: as long as it takes; 0: not at all), then raises SendTimeout."""
+        (None: as long as it takes; 0: not at all), then raises SendTimeout.
+
+        An `urgent` message (small control messages) overtakes the queued messages not yet
+        on the wire, as on a priority lane; urgent messages keep their order among themselves."""
         if self._closed or self._thread is None:
             state = "closed" if self._closed else "not started"
             raise EndpointClosed(f"endpoint {self.site!r} is {state}")
-        self._link(peer).enqueue(bytes(payload), timeout)
+        self._link(peer).enqueue(bytes(payload), timeout, urgent)
 
     def receive(self, timeout: float | None = 0.0) -> Received | None:
         """The next `Message(peer, payload)` or link event, in arrival order; None if

@@ -61,6 +61,9 @@ class LinkStats:
     duplicates_dropped: int
     queue_bytes: int  # queued or unacknowledged outgoing frames, against `queue_bytes`
     queue_messages: int
+    # Seconds the link needs to carry what is on it and queued for it: the same measure
+    # as the simulator's, so a policy sees congestion alike in both (0 when unshaped).
+    backlog_s: float
     connections: int  # sessions established (handshake completed)
     reconnects: int  # sessions established after the first
     restarts: int  # times the peer came back as a new process

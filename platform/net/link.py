@@ -100,8 +100,13 @@ class PeerLink:
 
     # application threads
 
-    def enqueue(self, payload: bytes, timeout: float | None) -> None:
-        """Queue one message; waits while the queue is full (None: for ever, 0: not at all)."""
+    def enqueue(self, payload: bytes, timeout: float | None, urgent: bool = False) -> None:
+        """Queue one message; waits while the queue is full (None: for ever, 0: not at all).
+
+        An urgent message overtakes what this connection has not transmitted yet. With no
+        connection up it cannot know what the peer got, so it joins the end of the queue
+        (still ahead of bulk messages queued after it).
+        """
         if len(payload) > self.options.max_message_bytes:
             raise MessageTooLarge(
                 f"a message of {len(payload)} bytes to {self.peer!r} exceeds "
@@ -123,7 +128,11 @@ class PeerLink:
                         f"queued or unacknowledged, link {self.state})"
                     )
                 self.lock.wait(remaining)
-            self.window.add(payload)
+            if urgent:
+                session = self.session
+                self.window.add_urgent(payload, session.sent_through if session else None)
+            else:
+                self.window.add(payload)
             wake = not self._wake_scheduled
             self._wake_scheduled = True
         if wake:  # one wake-up per burst of sends, not one per message
@@ -147,6 +156,7 @@ class PeerLink:
     def stats(self) -> LinkStats:
         with self.lock:
             queue_bytes, queue_messages = self.window.unacked_bytes, self.window.unacked_count
+            backlog_s = self._backlog_s(time.monotonic())
         return LinkStats(
             peer=self.peer,
             state=self.state,
@@ -159,6 +169,7 @@ class PeerLink:
             duplicates_dropped=self.inbound.duplicates,
             queue_bytes=queue_bytes,
             queue_messages=queue_messages,
+            backlog_s=backlog_s,
             connections=self.connections,
             reconnects=max(0, self.connections - 1),
             restarts=self.restarts,
@@ -167,6 +178,23 @@ class PeerLink:
             bad_frames=self.bad_frames,
             last_error=self.last_error,
         )
+
+    def _backlog_s(self, now: float) -> float:
+        """Serialisation still ahead: frames scheduled on the shaped link, then the queue.
+
+        Called under `lock` from any thread; the session's fields it reads are written by
+        the event loop, so the answer is a snapshot, good to within one frame.
+        """
+        if self.shape is None:
+            return 0.0
+        session = self.session
+        if session is None or session.shaper is None:  # down: everything unacked goes again
+            waiting, on_wire = self.window.frame_sizes_after(0), 0.0
+        else:
+            waiting = self.window.frame_sizes_after(session.sent_through)
+            on_wire = max(0.0, session.shaper.free_s - now)
+        queued = sum(wire_bytes(size, self.dials) for size in waiting)
+        return on_wire + 8 * queued / self.shape.bandwidth_bps
 
     # event loop
 

@@ -13,32 +13,59 @@ When the peer is a new process (new incarnation) both directions start again at 
 from dataclasses import dataclass
 
 from atoll.platform.net.errors import BadFrame
-from atoll.platform.net.frames import encode_data
+from atoll.platform.net.frames import DATA_HEADER_BYTES, encode_data
 
 
 class OutboundWindow:
-    """The sender's side: assigns sequence numbers and keeps frames until acknowledged."""
+    """The sender's side: assigns sequence numbers and keeps messages until acknowledged.
+
+    An urgent message overtakes the queued messages that have not been transmitted
+    yet: they have never reached the peer, so renumbering them one up is safe.
+    """
 
     def __init__(self) -> None:
-        self._frames: dict[int, bytes] = {}  # seq -> encoded DATA frame, unacknowledged
+        self._payloads: dict[int, bytes] = {}  # seq -> payload, unacknowledged
         self.acked_through = 0
         self.last_seq = 0
-        self.unacked_bytes = 0
+        self.unacked_bytes = 0  # DATA frames, headers included: what counts against the queue
+        self._urgent_through = 0  # the last urgent message put ahead of the queue
 
     @property
     def unacked_count(self) -> int:
-        return len(self._frames)
+        return len(self._payloads)
 
     def add(self, payload: bytes) -> int:
-        """Number a payload and keep its frame; the frame is what counts against the queue."""
+        """Number a payload at the end of the queue and keep it."""
         self.last_seq += 1
-        frame = encode_data(self.last_seq, payload)
-        self._frames[self.last_seq] = frame
-        self.unacked_bytes += len(frame)
+        self._payloads[self.last_seq] = payload
+        self.unacked_bytes += DATA_HEADER_BYTES + len(payload)
         return self.last_seq
 
+    def add_urgent(self, payload: bytes, transmitted_through: int | None) -> int:
+        """Number a payload ahead of every queued message after `transmitted_through`,
+        behind earlier urgent ones: urgent messages keep their order among themselves.
+        None (not connected: the peer may have any of them) puts it at the end."""
+        if transmitted_through is None:
+            transmitted_through = self.last_seq
+        seq = max(transmitted_through, self.acked_through, self._urgent_through) + 1
+        if seq > self.last_seq:
+            seq = self.add(payload)
+        else:
+            for later in range(self.last_seq, seq - 1, -1):
+                self._payloads[later + 1] = self._payloads[later]
+            self._payloads[seq] = payload
+            self.last_seq += 1
+            self.unacked_bytes += DATA_HEADER_BYTES + len(payload)
+        self._urgent_through = seq
+        return seq
+
     def frame(self, seq: int) -> bytes:
-        return self._frames[seq]
+        return encode_data(seq, self._payloads[seq])
+
+    def frame_sizes_after(self, seq: int) -> list[int]:
+        """The sizes of the frames still to transmit once everything through `seq` was."""
+        first = max(seq, self.acked_through) + 1
+        return [DATA_HEADER_BYTES + len(self._payloads[s]) for s in range(first, self.last_seq + 1)]
 
     def ack(self, through: int) -> int:
         """Release everything up to `through`; returns the bytes released."""
@@ -46,7 +73,7 @@ class OutboundWindow:
             raise BadFrame(f"ack for message {through}, but only {self.last_seq} were sent")
         released = 0
         for seq in range(self.acked_through + 1, through + 1):
-            released += len(self._frames.pop(seq))
+            released += DATA_HEADER_BYTES + len(self._payloads.pop(seq))
         self.acked_through = max(self.acked_through, through)
         self.unacked_bytes -= released
         return released
@@ -64,9 +91,9 @@ class OutboundWindow:
 
     def reset(self) -> tuple[int, int]:
         """Forget everything (the peer restarted); returns (messages, bytes) dropped."""
-        dropped = (len(self._frames), self.unacked_bytes)
-        self._frames.clear()
-        self.acked_through = self.last_seq = self.unacked_bytes = 0
+        dropped = (len(self._payloads), self.unacked_bytes)
+        self._payloads.clear()
+        self.acked_through = self.last_seq = self.unacked_bytes = self._urgent_through = 0
         return dropped
 
 

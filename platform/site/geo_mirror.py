@@ -15,7 +15,7 @@ import torch
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.codec import CodecError, decode, encode
-from atoll.platform.geo.messages import BROADCAST, Outbound
+from atoll.platform.geo.messages import BROADCAST, Lane, Outbound
 from atoll.platform.geo.mirror_clock import Wait
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import ProtocolError
@@ -142,8 +142,11 @@ class GeoMirror:
         for out in outbound:
             payload = encode(out.message)
             targets = self.policy.mirrors if out.to == BROADCAST else [out.to]
+            urgent = out.lane == Lane.CONTROL  # overtakes queued bulk data, as in the simulator
             for target in targets:
-                self.endpoint.send(self.names[target], payload, timeout=self.config.sync_timeout_s)
+                self.endpoint.send(
+                    self.names[target], payload, timeout=self.config.sync_timeout_s, urgent=urgent
+                )
 
     def _drain(self, timeout: float) -> None:
         item = self.endpoint.receive(timeout)
@@ -171,10 +174,7 @@ class GeoMirror:
     def _observe_links(self, now: float) -> None:
         links = self.endpoint.stats().links
         for peer, link in links.items():
-            shape = self.shapes[peer]
-            # Queued bytes include what is in flight within one round trip; only the rest waits.
-            backlog = 8 * link.queue_bytes / shape.bandwidth_bps - 2 * shape.latency_s
-            self.policy.link_backlog(self.names.index(peer), max(0.0, backlog))
+            self.policy.link_backlog(self.names.index(peer), link.backlog_s)
         sent = sum(link.bytes_sent for link in links.values())
         if now > self._usage.at:
             self.policy.wan_usage(8 * (sent - self._usage.bytes_sent) / (now - self._usage.at))

@@ -126,3 +126,31 @@ def test_a_receiver_that_stops_reading_stops_the_sender(net: Net) -> None:
     sender.join()
     got = [int.from_bytes(m.payload[:4], "big") for m in received]
     assert got == list(range(sent + 200))
+
+
+def test_backlog_is_the_serialisation_still_ahead(net: Net) -> None:
+    slow = LinkShape(latency_s=0.010, bandwidth_bps=8e6)  # 1 MB/s
+    a, b = shaped_pair(net, slow)
+    time.sleep(0.1)
+    assert a.stats().links["b"].backlog_s == 0.0  # idle
+    sizes = [100_000] * 5
+    for size in sizes:
+        a.send("b", bytes(size))
+    backlog = a.stats().links["b"].backlog_s
+    whole = 8 * sum(map(on_the_wire, sizes)) / slow.bandwidth_bps  # 0.5 s
+    assert whole - 0.05 <= backlog <= whole + 0.001, (backlog, whole)
+    net.messages(b, len(sizes))
+    assert a.stats().links["b"].backlog_s == 0.0  # all carried; latency is not backlog
+
+
+def test_an_urgent_message_overtakes_queued_bulk_data(net: Net) -> None:
+    slow = LinkShape(latency_s=0.010, bandwidth_bps=8e6)  # 0.1 s per bulk message
+    a, b = shaped_pair(net, slow)
+    for i in range(5):
+        a.send("b", b"bulk%d" % i + bytes(100_000))
+    a.send("b", b"clock", urgent=True)
+    received, _ = net.messages(b, 6)
+    order = [m.payload[:5] for m in received]
+    # only what was already on the wire goes first; the rest keeps its order behind it
+    assert order.index(b"clock") <= 1, order
+    assert [p for p in order if p != b"clock"] == [b"bulk%d" % i for i in range(5)]

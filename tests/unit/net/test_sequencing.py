@@ -48,6 +48,33 @@ def test_reset_drops_the_backlog_and_starts_again_at_one() -> None:
     assert window.add(b"new") == 1
 
 
+def payloads_in_order(window: OutboundWindow) -> list[bytes]:
+    unacked = range(window.acked_through + 1, window.last_seq + 1)
+    return [decode(window.frame(s)).payload for s in unacked]  # type: ignore[union-attr]
+
+
+def test_an_urgent_message_overtakes_only_what_was_not_transmitted() -> None:
+    window = OutboundWindow()
+    for payload in (b"bulk1", b"bulk2", b"bulk3"):
+        window.add(payload)
+    assert window.add_urgent(b"clock1", transmitted_through=1) == 2
+    assert window.add_urgent(b"clock2", transmitted_through=1) == 3  # behind the first
+    assert payloads_in_order(window) == [b"bulk1", b"clock1", b"clock2", b"bulk2", b"bulk3"]
+    assert (window.unacked_count, window.unacked_bytes) == (5, 5 * 9 + 5 * 3 + 6 * 2)
+    assert decode(window.frame(4)) == Data(4, b"bulk2")  # renumbered on the way out
+
+
+def test_an_urgent_message_on_an_empty_queue_just_goes_last() -> None:
+    window = OutboundWindow()
+    window.add(b"bulk1")
+    window.ack(1)
+    assert window.add_urgent(b"clock", transmitted_through=0) == 2  # never before the acked
+    window.add(b"bulk2")
+    assert window.add_urgent(b"later", transmitted_through=2) == 3
+    assert payloads_in_order(window) == [b"clock", b"later", b"bulk2"]
+    assert window.frame_sizes_after(2) == [9 + 5, 9 + 5]
+
+
 def inbound(every: int = 3, every_bytes: int = 1000, delay: float = 0.5) -> InboundSequence:
     return InboundSequence(every, every_bytes, delay)
 
@@ -125,6 +152,10 @@ class LossyLink:
             payload = str(len(self.sent)).encode()
             self.sent.append(payload)
             self.window.add(payload)
+        elif op == "urgent":  # as PeerLink does: ahead of the queue only while connected
+            payload = b"u" + str(len(self.sent)).encode()
+            self.sent.append(payload)
+            self.window.add_urgent(payload, self.sent_through if self.up else None)
         elif op == "transmit" and self.up and self.sent_through < self.window.last_seq:
             self.sent_through += 1
             self.data.append(self.window.frame(self.sent_through))
@@ -167,4 +198,20 @@ def test_any_pattern_of_cuts_delivers_everything_exactly_once_in_order(ops: list
         link.step(op)
     link.settle()
     assert link.delivered == link.sent
+    assert link.window.unacked_count == 0 and link.window.unacked_bytes == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(OPS, st.just("urgent")), max_size=300))
+def test_urgent_messages_arrive_exactly_once_in_order_among_their_kind(ops: list[str]) -> None:
+    link = LossyLink()
+    for op in ops:
+        link.step(op)
+    link.settle()
+    assert sorted(link.delivered) == sorted(link.sent) and len(set(link.delivered)) == len(
+        link.delivered
+    )
+    for urgent in (True, False):
+        kind = [p for p in link.sent if p.startswith(b"u") == urgent]
+        assert [p for p in link.delivered if p.startswith(b"u") == urgent] == kind
     assert link.window.unacked_count == 0 and link.window.unacked_bytes == 0
