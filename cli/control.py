@@ -73,7 +73,7 @@ def migrate(
 
     from atoll.platform.control.core.config import control_settings
     from atoll.platform.control.migrate import upgrade
-    from atoll.registry.db import describe_url
+    from atoll.platform.service.database import describe_url
 
     url = database_url or control_settings().resolved_database_url
     try:

@@ -53,8 +53,8 @@ def migrate(
     """Create or upgrade the registry's database schema (Alembic)."""
     from sqlalchemy.exc import SQLAlchemyError
 
+    from atoll.platform.service.database import describe_url
     from atoll.registry.core.config import registry_settings
-    from atoll.registry.db import describe_url
     from atoll.registry.migrate import upgrade
 
     url = database_url or registry_settings().resolved_database_url

@@ -7,25 +7,23 @@ chosen here, so their retries are stored once.
 """
 
 import os
-import random
-import time
 from collections.abc import Iterator, Sequence
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID, uuid4
 
-import httpx
-from pydantic import BaseModel
-
-from atoll.platform.core.errors import AtollError
+from atoll.platform.service.client import (
+    READINESS_RETRY_STATUSES,
+    ServiceClient,
+    ServiceError,
+    ServiceUnavailable,
+)
+from atoll.platform.service.schemas import Readiness
 from atoll.registry.core.config import DEFAULT_PORT
 from atoll.registry.schemas import (
     Artifact,
     ArtifactPage,
     Lineage,
     NeighbourList,
-    Problem,
-    Readiness,
     Report,
     ReportPage,
     Site,
@@ -37,48 +35,23 @@ from atoll.registry.schemas import (
 )
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
-_RETRY_STATUSES = {429, 502, 503, 504}
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)  # the server cannot have acted on these
-_MAYBE_SENT = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.ReadError, httpx.RemoteProtocolError)
-Model = TypeVar("Model", bound=BaseModel)
 
 
-class RegistryError(AtollError):
+class RegistryError(ServiceError):
     """The registry refused a request; `problems` names each field and what is wrong."""
 
-    def __init__(
-        self, status: int, error: str, message: str, problems: Sequence[Problem] = ()
-    ) -> None:
-        super().__init__(f"registry answered {status} ({error}): {message}")
-        self.status = status
-        self.error = error
-        self.problems = list(problems)
+    service = "registry"
 
 
-class RegistryUnavailable(AtollError):
+class RegistryUnavailable(ServiceUnavailable):
     """No answer from the registry, after every retry."""
 
 
-class RegistryClient:
-    def __init__(
-        self,
-        url: str = DEFAULT_URL,
-        token: str | None = None,
-        timeout_s: float = 10.0,
-        retries: int = 3,
-        backoff_s: float = 0.2,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.url = url.rstrip("/")
-        self.retries = retries
-        self.backoff_s = backoff_s
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
-            transport=transport,
-        )
+class RegistryClient(ServiceClient):
+    service = "the registry"
+    refused = RegistryError
+    unavailable = RegistryUnavailable
+    default_url = DEFAULT_URL
 
     @classmethod
     def from_env(cls, url: str | None = None, token: str | None = None) -> "RegistryClient":
@@ -89,20 +62,6 @@ class RegistryClient:
             admin = os.environ.get("ATOLL_ADMIN_TOKEN", "").split(",")[0].strip()
             token = os.environ.get("ATOLL_REGISTRY_TOKEN") or admin or None
         return cls(url, token)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> "RegistryClient":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # Sites
 
@@ -267,60 +226,5 @@ class RegistryClient:
 
     def readiness(self) -> Readiness:
         """The /readyz answer, ready or not (a 503 here is an answer, not an error)."""
-        response = self._send("GET", "/readyz", idempotent=True, retry_statuses={429, 502, 504})
+        response = self._send("GET", "/readyz", True, READINESS_RETRY_STATUSES)
         return Readiness.model_validate_json(response.content)
-
-    def _call(
-        self, model: type[Model], method: str, path: str, idempotent: bool = True, **kwargs: Any
-    ) -> Model:
-        response = self._send(method, path, idempotent, _RETRY_STATUSES, **kwargs)
-        if response.is_error:
-            raise _error_from(response)
-        return model.model_validate_json(response.content)
-
-    def _send(
-        self, method: str, path: str, idempotent: bool, retry_statuses: set[int], **kwargs: Any
-    ) -> httpx.Response:
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            try:
-                response = self._http.request(method, path, **kwargs)
-            except _NOT_SENT as e:
-                if last:
-                    raise RegistryUnavailable(
-                        f"cannot reach the registry at {self.url}: {e}"
-                    ) from e
-                self._pause(attempt)
-                continue
-            except _MAYBE_SENT as e:
-                if last or not idempotent:
-                    raise RegistryUnavailable(
-                        f"no answer from the registry at {self.url}: {e!r}"
-                    ) from e
-                self._pause(attempt)
-                continue
-            if response.status_code in retry_statuses and idempotent and not last:
-                self._pause(attempt, response.headers.get("retry-after"))
-                continue
-            return response
-        raise AssertionError("unreachable")
-
-    def _pause(self, attempt: int, retry_after: str | None = None) -> None:
-        delay = self.backoff_s * 2**attempt * (0.5 + random.random())  # jitter spreads retries
-        if retry_after and retry_after.isdigit():
-            delay = max(delay, float(retry_after))
-        time.sleep(min(delay, 30.0))
-
-
-def _error_from(response: httpx.Response) -> RegistryError:
-    try:
-        body = response.json()
-        return RegistryError(
-            response.status_code,
-            body["error"],
-            body["message"],
-            [Problem.model_validate(p) for p in body.get("problems", [])],
-        )
-    except (ValueError, KeyError, TypeError):
-        text = response.text.strip()[:200] or response.reason_phrase
-        return RegistryError(response.status_code, "error", text)

@@ -13,24 +13,17 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from atoll.platform.service.database import Database
+from atoll.platform.service.errors import install_error_handlers
+from atoll.platform.service.server import StartupRefused, startup_problem
 from atoll.registry.api.main import api_router
 from atoll.registry.api.routes import health
 from atoll.registry.core.candidates import CandidateCache
 from atoll.registry.core.config import RegistrySettings, registry_settings
-from atoll.registry.core.errors import install_error_handlers
 from atoll.registry.core.limits import BodyLimit
 from atoll.registry.core.metrics import RequestMetrics
 from atoll.registry.core.tokencache import TokenCache
-from atoll.registry.db import Database
-from atoll.registry.migrate import schema_state
-
-
-class StartupRefused(RuntimeError):
-    """The service must not run as configured; the message says why and what to do."""
-
-
-def startup_problem(settings: RegistrySettings, database: Database) -> str | None:
-    return settings.admin_token_problem() or schema_state(database.engine).problem()
+from atoll.registry.migrate import SCHEMA
 
 
 def create_app(settings: RegistrySettings | None = None) -> FastAPI:
@@ -40,7 +33,7 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = Database(settings.resolved_database_url, settings.db_pool_size)
         try:
-            problem = startup_problem(settings, database)
+            problem = startup_problem(settings, database, SCHEMA)
             if problem:
                 raise StartupRefused(problem)
             app.state.database = database

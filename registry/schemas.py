@@ -307,29 +307,3 @@ class ArtifactFilters(PageQuery):
 class Lineage(BaseModel):
     model_id: UUID = Field(description="The artifact asked about.")
     ancestors: list[Artifact] = Field(description="parent first, then its parent, up to the root")
-
-
-class Problem(BaseModel):
-    field: str = Field(description='e.g. "class_priors[3]", "k", "Authorization"')
-    location: Literal["body", "query", "path", "header", "request"] = Field(
-        description="Where the field is."
-    )
-    problem: str = Field(description="What is wrong with it.")
-
-
-class ErrorBody(BaseModel):
-    error: str = Field(description="machine-readable kind, e.g. validation_failed, forbidden")
-    message: str = Field(description="one line for people")
-    problems: list[Problem] = Field(description="Each field at fault, and its problem.")
-
-
-class Health(BaseModel):
-    status: Literal["ok"] = Field(description="The process answers.")
-
-
-class Readiness(BaseModel):
-    status: Literal["ready", "not_ready"] = Field(description="Whether to send it traffic.")
-    database: str = Field(description="backend, or the reason it is unreachable")
-    schema_revision: list[str] = Field(description="The database's Alembic revision.")
-    schema_head: list[str] = Field(description="The revision this code needs.")
-    problem: str | None = Field(description="Why it is not ready, and what to do.")

@@ -6,13 +6,8 @@ resent only when it cannot have arrived, so a job is never submitted twice.
 
 import json
 import os
-import time
 from collections.abc import Iterator
-from types import TracebackType
-from typing import Any, TypeVar
-
-import httpx
-from pydantic import BaseModel
+from typing import Any
 
 from atoll.platform.control.core.config import DEFAULT_PORT
 from atoll.platform.control.schemas import (
@@ -24,40 +19,31 @@ from atoll.platform.control.schemas import (
     SiteList,
     SiteOut,
 )
-from atoll.platform.core.errors import AtollError
+from atoll.platform.service.client import (
+    READINESS_RETRY_STATUSES,
+    ServiceClient,
+    ServiceError,
+    ServiceUnavailable,
+)
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
-Model = TypeVar("Model", bound=BaseModel)
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
-_MAYBE_SENT = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.ReadError, httpx.RemoteProtocolError)
 
 
-class ControlError(AtollError):
+class ControlError(ServiceError):
     """The control plane refused a request."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"control plane answered {status}: {message}")
-        self.status = status
+    service = "control plane"
 
 
-class ControlUnavailable(AtollError):
+class ControlUnavailable(ServiceUnavailable):
     """No answer from the control plane, after every retry."""
 
 
-class ControlClient:
-    def __init__(
-        self,
-        url: str = DEFAULT_URL,
-        token: str | None = None,
-        timeout_s: float = 10.0,
-        retries: int = 3,
-        backoff_s: float = 0.3,
-    ) -> None:
-        self.url = url.rstrip("/")
-        self.retries = retries
-        self.backoff_s = backoff_s
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
+class ControlClient(ServiceClient):
+    service = "the control plane"
+    refused = ControlError
+    unavailable = ControlUnavailable
+    default_url = DEFAULT_URL
 
     @classmethod
     def from_env(cls, url: str | None = None, token: str | None = None) -> "ControlClient":
@@ -66,20 +52,6 @@ class ControlClient:
         if token is None:
             token = os.environ.get("ATOLL_ADMIN_TOKEN", "").split(",")[0].strip() or None
         return cls(url, token)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> "ControlClient":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # jobs
 
@@ -127,7 +99,7 @@ class ControlClient:
     # service
 
     def readiness(self) -> Readiness:
-        response = self._send("GET", "/readyz", idempotent=True)
+        response = self._send("GET", "/readyz", True, READINESS_RETRY_STATUSES)
         return Readiness.model_validate_json(response.content)
 
     def events(self, job_id: str | None = None) -> Iterator[tuple[str, Any]]:
@@ -143,38 +115,3 @@ class ControlClient:
                 elif not line and data:
                     yield name, json.loads("\n".join(data))
                     name, data = "message", []
-
-    # plumbing
-
-    def _call(
-        self, model: type[Model], method: str, path: str, idempotent: bool = True, **kwargs: Any
-    ) -> Model:
-        response = self._send(method, path, idempotent, **kwargs)
-        if response.is_error:
-            try:
-                message = response.json()["message"]
-            except (ValueError, KeyError, TypeError):
-                message = response.text[:200] or response.reason_phrase
-            raise ControlError(response.status_code, message)
-        return model.model_validate_json(response.content)
-
-    def _send(self, method: str, path: str, idempotent: bool, **kwargs: Any) -> httpx.Response:
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            try:
-                response = self._http.request(method, path, **kwargs)
-            except _NOT_SENT as e:
-                if last:
-                    raise ControlUnavailable(
-                        f"cannot reach the control plane at {self.url}: {e}"
-                    ) from e
-            except _MAYBE_SENT as e:
-                if last or not idempotent:
-                    raise ControlUnavailable(
-                        f"no answer from the control plane at {self.url}"
-                    ) from e
-            else:
-                if response.status_code != 503 or last or not idempotent:
-                    return response
-            time.sleep(self.backoff_s * 2**attempt)
-        raise AssertionError("unreachable")

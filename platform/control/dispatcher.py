@@ -31,8 +31,8 @@ from atoll.platform.control.models import Command, Job
 from atoll.platform.control.planner import JobPlan, plan_job
 from atoll.platform.control.scheduler import PendingJob, SiteSlot, schedule
 from atoll.platform.geo.job import GeoJob
-from atoll.registry.db import Database
-from atoll.registry.models import utcnow
+from atoll.platform.service.database import Database
+from atoll.platform.service.sql import utcnow
 
 log = logging.getLogger("atoll.control")
 LIFECYCLE = ("running", "paused")

@@ -10,8 +10,8 @@ from atoll.platform.control.bus.messages import Telemetry
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.crud import telemetry as telemetry_store
 from atoll.platform.control.hub import Hub, LiveEvent
-from atoll.registry.db import Database
-from atoll.registry.models import utcnow
+from atoll.platform.service.database import Database
+from atoll.platform.service.sql import utcnow
 
 log = logging.getLogger("atoll.control")
 _BLOCK_MS = 500

@@ -16,18 +16,11 @@ from atoll.platform.control.api.main import api_router
 from atoll.platform.control.api.routes import health
 from atoll.platform.control.core.config import ControlSettings, control_settings
 from atoll.platform.control.hub import Hub
-from atoll.platform.control.migrate import schema_state
+from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.service import ControlService
-from atoll.registry.core.errors import install_error_handlers
-from atoll.registry.db import Database
-
-
-class StartupRefused(RuntimeError):
-    """The service must not run as configured; the message says why and what to do."""
-
-
-def startup_problem(settings: ControlSettings, database: Database) -> str | None:
-    return settings.admin_token_problem() or schema_state(database.engine).problem()
+from atoll.platform.service.database import Database
+from atoll.platform.service.errors import install_error_handlers
+from atoll.platform.service.server import StartupRefused, startup_problem
 
 
 def create_app(settings: ControlSettings | None = None) -> FastAPI:
@@ -38,7 +31,7 @@ def create_app(settings: ControlSettings | None = None) -> FastAPI:
         database = Database(settings.resolved_database_url, settings.db_pool_size)
         service = None
         try:
-            problem = startup_problem(settings, database)
+            problem = startup_problem(settings, database, SCHEMA)
             if problem:
                 raise StartupRefused(problem)
             service = ControlService(settings, database, app.state.hub)

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from atoll.registry.models import NAMING, UTCDateTime
+from atoll.platform.service.sql import NAMING, UTCDateTime
 
 ID_LENGTH = 36
 NAME_LENGTH = 64

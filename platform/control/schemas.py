@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from atoll.platform.control.lifecycle import JobState, SiteState
 from atoll.platform.geo.job import GeoJob
+from atoll.platform.service.schemas import Readiness as ServiceReadiness
 
 JobName = Annotated[
     str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -119,14 +120,5 @@ class SamplePage(BaseModel):
     next_after: int
 
 
-class Health(BaseModel):
-    status: Literal["ok"]
-
-
-class Readiness(BaseModel):
-    status: Literal["ready", "not_ready"]
-    database: str
-    schema_revision: list[str]
-    schema_head: list[str]
+class Readiness(ServiceReadiness):
     redis: str = Field(description="ok, or why not")
-    problem: str | None

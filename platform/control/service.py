@@ -15,7 +15,7 @@ from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.dispatcher import Dispatcher
 from atoll.platform.control.hub import Hub
 from atoll.platform.control.listeners import StatusListener, TelemetryListener
-from atoll.registry.db import Database
+from atoll.platform.service.database import Database
 
 log = logging.getLogger("atoll.control")
 

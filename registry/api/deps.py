@@ -10,14 +10,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPBearer
 from sqlalchemy.orm import Session
 
+from atoll.platform.service.database import Database
+from atoll.platform.service.errors import Forbidden, Unauthorized
+from atoll.platform.service.security import bearer_token, hash_token, matches_any
+from atoll.platform.service.sql import utcnow
 from atoll.registry.core.candidates import CandidateCache
 from atoll.registry.core.config import RegistrySettings
-from atoll.registry.core.errors import Forbidden, Unauthorized
-from atoll.registry.core.security import bearer_token, hash_token, matches_any
 from atoll.registry.core.tokencache import TokenCache
 from atoll.registry.crud.tokens import site_of_token
-from atoll.registry.db import Database
-from atoll.registry.models import utcnow
 
 # Declares the scheme in the OpenAPI schema; the token itself is checked below.
 _bearer = HTTPBearer(auto_error=False, description="An admin token or a site's token.")

@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter, Depends, Request
 
+from atoll.platform.service.errors import Invalid
 from atoll.registry.api.routes import artifacts, neighbours, reports, sites, tokens
-from atoll.registry.core.errors import Invalid
 
 
 async def single_valued_query(request: Request) -> None:

@@ -3,8 +3,8 @@
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from atoll.registry.core.errors import error_response
-from atoll.registry.schemas import Problem
+from atoll.platform.service.errors import error_response
+from atoll.platform.service.schemas import Problem
 
 
 class BodyTooLarge(HTTPException):

@@ -7,7 +7,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from atoll.registry.core.errors import Conflict, Invalid, NotFound
+from atoll.platform.service.errors import Conflict, Invalid, NotFound
 from atoll.registry.models import ArtifactSite, ModelArtifact, Site
 from atoll.registry.pagination import CursorError, decode_cursor, encode_cursor
 from atoll.registry.schemas import Artifact, ArtifactCreate, ArtifactFilters

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, and_, bindparam, select
 
+from atoll.platform.service.errors import Conflict, NotFound
 from atoll.registry.core.candidates import CandidateCache, Candidates
-from atoll.registry.core.errors import Conflict, NotFound
 from atoll.registry.models import Report, Site
 from atoll.registry.neighbours import priors_from_bytes, rank_neighbours, stack_priors
 from atoll.registry.schemas import Neighbour, NeighbourList

@@ -14,9 +14,10 @@ from uuid import uuid4
 from sqlalchemy import JSON, Connection, bindparam, delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from atoll.registry.core.errors import Conflict, NotFound
-from atoll.registry.db import Database
-from atoll.registry.models import Report, Site, UTCDateTime
+from atoll.platform.service.database import Database
+from atoll.platform.service.errors import Conflict, NotFound
+from atoll.platform.service.sql import UTCDateTime
+from atoll.registry.models import Report, Site
 from atoll.registry.neighbours import priors_to_bytes
 from atoll.registry.schemas import Report as ReportOut
 from atoll.registry.schemas import ReportCreate

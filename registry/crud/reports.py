@@ -4,7 +4,7 @@
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from atoll.registry.core.errors import Invalid, NotFound
+from atoll.platform.service.errors import Invalid, NotFound
 from atoll.registry.models import Report, Site
 from atoll.registry.pagination import CursorError, decode_cursor, encode_cursor
 from atoll.registry.schemas import PageQuery

@@ -7,7 +7,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from atoll.registry.core.errors import Conflict, Invalid, NotFound
+from atoll.platform.service.errors import Conflict, Invalid, NotFound
 from atoll.registry.crud.tokens import issue_token, revoke_all
 from atoll.registry.models import Site
 from atoll.registry.pagination import CursorError, decode_cursor, encode_cursor

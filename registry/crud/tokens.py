@@ -5,8 +5,8 @@ from datetime import datetime
 from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from atoll.registry.core.errors import NotFound
-from atoll.registry.core.security import hash_token, new_token, new_token_id, token_hint
+from atoll.platform.service.errors import NotFound
+from atoll.platform.service.security import hash_token, new_token, new_token_id, token_hint
 from atoll.registry.models import Site, SiteToken
 from atoll.registry.schemas import TokenInfo
 

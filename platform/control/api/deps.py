@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.hub import Hub
 from atoll.platform.control.service import ControlService
-from atoll.registry.core.errors import Unauthorized
-from atoll.registry.core.security import bearer_token, hash_token, matches_any
-from atoll.registry.db import Database
+from atoll.platform.service.database import Database
+from atoll.platform.service.errors import Unauthorized
+from atoll.platform.service.security import bearer_token, hash_token, matches_any
 
 _bearer = HTTPBearer(auto_error=False, description="An admin token (ATOLL_ADMIN_TOKEN).")
 

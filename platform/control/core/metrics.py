@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from atoll.platform.control.models import Command, Job, JobSite, Site
-from atoll.registry.db import Database
+from atoll.platform.service.database import Database
 
 if TYPE_CHECKING:
     from atoll.platform.control.service import ControlService

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from atoll.platform.control.bus.messages import AgentStatus
 from atoll.platform.control.models import Command, JobSite, Site
-from atoll.registry.models import utcnow
+from atoll.platform.service.sql import utcnow
 
 
 def is_newer(site: Site, status: AgentStatus) -> bool:

@@ -6,9 +6,9 @@ from uuid import UUID
 
 from fastapi import Path
 
-from atoll.registry.core.errors import Invalid
+from atoll.platform.service.errors import Invalid
+from atoll.platform.service.schemas import ErrorBody
 from atoll.registry.priors import PriorsError, normalise_priors
-from atoll.registry.schemas import ErrorBody
 
 # Spelled into each router's own prefix rather than added when routers are included,
 # so that a route's path (which metrics use as a label) is the full template.

@@ -2,14 +2,14 @@
 
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from atoll.platform.service.schema import readiness
+from atoll.platform.service.schemas import Health, Readiness
 from atoll.registry.api.deps import DatabaseDep, Now, SettingsDep
 from atoll.registry.core import metrics
 from atoll.registry.crud.sites import count_by_status
-from atoll.registry.migrate import schema_state
-from atoll.registry.schemas import Health, Readiness
+from atoll.registry.migrate import SCHEMA
 
 router = APIRouter(tags=["health"])
 
@@ -28,29 +28,9 @@ async def healthz() -> Health:
     summary="The database is reachable and its schema current",
 )
 def readyz(database: DatabaseDep) -> Response:
-    try:
-        with database.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        state = schema_state(database.engine)
-    except SQLAlchemyError as e:
-        reason = f"unreachable: {type(e).__name__}"
-        body = Readiness(
-            status="not_ready",
-            database=reason,
-            schema_revision=[],
-            schema_head=[],
-            problem=f"the database is {reason}",
-        )
-        return JSONResponse(body.model_dump(), status_code=503)
-    problem = state.problem()
-    body = Readiness(
-        status="not_ready" if problem else "ready",
-        database=database.backend,
-        schema_revision=list(state.current),
-        schema_head=list(state.head),
-        problem=problem,
-    )
-    return JSONResponse(body.model_dump(), status_code=503 if problem else 200)
+    found = readiness(database, SCHEMA)
+    body = Readiness(status="not_ready" if found["problem"] else "ready", **found)
+    return JSONResponse(body.model_dump(), status_code=503 if found["problem"] else 200)
 
 
 @router.get(

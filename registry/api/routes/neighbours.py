@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from atoll.platform.service.errors import Invalid
 from atoll.registry.api.deps import (
     CallerDep,
     CandidateCacheDep,
@@ -12,7 +13,6 @@ from atoll.registry.api.deps import (
     SettingsDep,
 )
 from atoll.registry.api.routes import V1, SiteId, checked_priors, errors
-from atoll.registry.core.errors import Invalid
 from atoll.registry.crud import neighbours
 from atoll.registry.schemas import NeighbourList, NeighbourParams, NeighbourQuery
 

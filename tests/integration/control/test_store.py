@@ -17,8 +17,8 @@ from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.crud import telemetry as telemetry_store
 from atoll.platform.control.migrate import VERSION_TABLE, schema_state, upgrade
 from atoll.platform.control.models import Base, Command, Job, JobSite
-from atoll.registry.db import Database
-from atoll.registry.models import utcnow
+from atoll.platform.service.database import Database
+from atoll.platform.service.sql import utcnow
 from atoll.registry.scratch import postgres_reachable, postgres_schema
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from integration.registry.service import (
 from sqlalchemy import text
 from support import require
 
-from atoll.registry.db import make_engine
+from atoll.platform.service.database import make_engine
 from atoll.registry.scratch import (
     ServerProcess,
     postgres_reachable,

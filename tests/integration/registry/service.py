@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
+from atoll.platform.service.sql import utcnow
 from atoll.registry.client import RegistryClient
-from atoll.registry.models import Base, utcnow
+from atoll.registry.models import Base
 from atoll.registry.schemas import SiteCreated
 from atoll.registry.scratch import ServerProcess
 

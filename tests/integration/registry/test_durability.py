@@ -10,8 +10,8 @@ import pytest
 from integration.registry.service import ADMIN, SIGNATURE, DatabaseFactory
 from sqlalchemy import text
 
+from atoll.platform.service.database import make_engine
 from atoll.registry.client import RegistryClient
-from atoll.registry.db import make_engine
 from atoll.registry.scratch import ServerProcess
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from integration.registry.service import ADMIN
 from sqlalchemy import inspect
 
-from atoll.registry.db import make_engine
+from atoll.platform.service.database import make_engine
 from atoll.registry.migrate import alembic_config, upgrade
 from atoll.registry.models import Base
 from atoll.registry.scratch import ServerProcess, free_port

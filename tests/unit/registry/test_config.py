@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
+from atoll.platform.service.security import hash_token
 from atoll.registry.core.config import RegistrySettings
-from atoll.registry.core.security import hash_token
 
 
 def test_the_default_database_is_a_sqlite_file_under_the_state_dir(tmp_path: Path) -> None:

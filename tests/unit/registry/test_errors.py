@@ -1,6 +1,6 @@
 import pytest
 
-from atoll.registry.core.errors import field_path, validation_problems
+from atoll.platform.service.errors import field_path, validation_problems
 
 
 @pytest.mark.parametrize(

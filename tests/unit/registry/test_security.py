@@ -1,6 +1,6 @@
 import pytest
 
-from atoll.registry.core.security import (
+from atoll.platform.service.security import (
     TOKEN_PREFIX,
     bearer_token,
     hash_token,

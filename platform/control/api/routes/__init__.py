@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.models import Job, Site
 from atoll.platform.control.schemas import JobOut, JobSiteOut
-from atoll.registry.schemas import ErrorBody
+from atoll.platform.service.schemas import ErrorBody
 
 V1 = "/v1"
 

@@ -4,13 +4,13 @@ them."""
 from fastapi import APIRouter, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
 from atoll.platform.control.api.deps import DatabaseDep, ServiceDep
 from atoll.platform.control.core import metrics
-from atoll.platform.control.migrate import schema_state
-from atoll.platform.control.schemas import Health, Readiness
+from atoll.platform.control.migrate import SCHEMA
+from atoll.platform.control.schemas import Readiness
+from atoll.platform.service.schema import readiness
+from atoll.platform.service.schemas import Health
 
 router = APIRouter(tags=["health"])
 
@@ -35,28 +35,13 @@ async def readyz(database: DatabaseDep, service: ServiceDep) -> Response:
 
 def _readiness(database: DatabaseDep, service: ServiceDep) -> Readiness:
     redis_problem = service.redis_problem()
-    try:
-        with database.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        state = schema_state(database.engine)
-    except SQLAlchemyError as e:
-        reason = f"unreachable: {type(e).__name__}"
-        return Readiness(
-            status="not_ready",
-            database=reason,
-            schema_revision=[],
-            schema_head=[],
-            redis=redis_problem or "ok",
-            problem=f"the database is {reason}",
-        )
-    problem = state.problem() or redis_problem
+    found = readiness(database, SCHEMA)
+    problem = found.pop("problem") or redis_problem
     return Readiness(
         status="not_ready" if problem else "ready",
-        database=database.backend,
-        schema_revision=list(state.current),
-        schema_head=list(state.head),
         redis=redis_problem or "ok",
         problem=problem,
+        **found,
     )
 
 

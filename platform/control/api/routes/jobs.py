@@ -25,8 +25,8 @@ from atoll.platform.control.schemas import (
 )
 from atoll.platform.core.errors import AtollError
 from atoll.platform.data import check_dataset
-from atoll.registry.core.errors import Conflict, Invalid, NotFound
-from atoll.registry.models import utcnow
+from atoll.platform.service.errors import Conflict, Invalid, NotFound
+from atoll.platform.service.sql import utcnow
 
 router = APIRouter(prefix=f"{V1}/jobs", tags=["jobs"])
 commands_router = APIRouter(prefix=f"{V1}/commands", tags=["jobs"])

@@ -11,8 +11,8 @@ from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.models import Site
 from atoll.platform.control.schemas import SiteList, SiteOut
-from atoll.registry.core.errors import Conflict, NotFound
-from atoll.registry.models import utcnow
+from atoll.platform.service.errors import Conflict, NotFound
+from atoll.platform.service.sql import utcnow
 
 router = APIRouter(prefix=f"{V1}/sites", tags=["sites"])
 

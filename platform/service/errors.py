@@ -11,9 +11,10 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
-from atoll.registry.schemas import ErrorBody, Problem
+from atoll.platform.service.schemas import ErrorBody, Problem
 
-log = logging.getLogger("atoll.registry")
+log = logging.getLogger("atoll.service")
+
 
 _PLAIN = {
     "extra_forbidden": "unknown field",

@@ -1,0 +1,140 @@
+"""What every typed client of an Atoll service shares: one connection pool with the
+bearer token, and retries that are safe by construction. A request that never reached
+the server is retried whatever it was; one that may have reached it only when repeating
+it cannot do anything twice (the caller says so with `idempotent`)."""
+
+import random
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, ClassVar, Self, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from atoll.platform.core.errors import AtollError
+from atoll.platform.service.schemas import Problem
+
+Model = TypeVar("Model", bound=BaseModel)
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# /readyz answers 503 when not ready: an answer to return, not a reason to retry.
+READINESS_RETRY_STATUSES = frozenset({429, 502, 504})
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)  # the server cannot have acted on these
+_MAYBE_SENT = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.ReadError, httpx.RemoteProtocolError)
+_MAX_PAUSE_S = 30.0
+
+
+class ServiceError(AtollError):
+    """The service refused a request; `problems` names each field and what is wrong."""
+
+    service: ClassVar[str] = "the service"
+
+    def __init__(
+        self, status: int, error: str, message: str, problems: Sequence[Problem] = ()
+    ) -> None:
+        super().__init__(f"{self.service} answered {status} ({error}): {message}")
+        self.status = status
+        self.error = error
+        self.problems = list(problems)
+
+
+class ServiceUnavailable(AtollError):
+    """No answer from the service, after every retry."""
+
+
+class ServiceClient:
+    service: ClassVar[str]  # for messages: "the registry"
+    refused: ClassVar[type[ServiceError]]
+    unavailable: ClassVar[type[ServiceUnavailable]]
+    default_url: ClassVar[str]
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        timeout_s: float = 10.0,
+        retries: int = 3,
+        backoff_s: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = (url or self.default_url).rstrip("/")
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call(
+        self, model: type[Model], method: str, path: str, idempotent: bool = True, **kwargs: Any
+    ) -> Model:
+        response = self._send(method, path, idempotent, RETRY_STATUSES, **kwargs)
+        if response.is_error:
+            raise self._error_from(response)
+        return model.model_validate_json(response.content)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        idempotent: bool,
+        retry_statuses: frozenset[int] = RETRY_STATUSES,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except _NOT_SENT as e:
+                if last:
+                    raise self.unavailable(f"cannot reach {self.service} at {self.url}: {e}") from e
+                self._pause(attempt)
+                continue
+            except _MAYBE_SENT as e:
+                if last or not idempotent:
+                    raise self.unavailable(
+                        f"no answer from {self.service} at {self.url}: {e!r}"
+                    ) from e
+                self._pause(attempt)
+                continue
+            if response.status_code in retry_statuses and idempotent and not last:
+                self._pause(attempt, response.headers.get("retry-after"))
+                continue
+            return response
+        raise AssertionError("unreachable")
+
+    def _pause(self, attempt: int, retry_after: str | None = None) -> None:
+        delay = self.backoff_s * 2**attempt * (0.5 + random.random())  # jitter spreads retries
+        if retry_after and retry_after.isdigit():
+            delay = max(delay, float(retry_after))
+        time.sleep(min(delay, _MAX_PAUSE_S))
+
+    def _error_from(self, response: httpx.Response) -> ServiceError:
+        try:
+            body = response.json()
+            return self.refused(
+                response.status_code,
+                body["error"],
+                body["message"],
+                [Problem.model_validate(p) for p in body.get("problems", [])],
+            )
+        except (ValueError, KeyError, TypeError):
+            text = response.text[:200] or response.reason_phrase
+            return self.refused(response.status_code, "unexpected", text)

@@ -1,0 +1,61 @@
+"""Settings every Atoll service reads from `ATOLL_*` variables: its database, where its
+state lives, and the admin tokens that guard its writes."""
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from atoll.platform.service.security import hash_token
+
+MIN_ADMIN_TOKEN_CHARS = 16
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "atoll"
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ATOLL_", extra="ignore")
+
+    # What a subclass names: its SQLite file, and what no admin token would make impossible.
+    default_database_file: ClassVar[str]
+    writes_guarded: ClassVar[str]
+
+    database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db; "
+        "default a SQLite file under state_dir",
+    )
+    state_dir: Path = Field(
+        default_factory=default_state_dir, description="where the default SQLite file lives"
+    )
+    # Comma-separated, so that a new admin token can be added before the old one is removed.
+    admin_token: SecretStr | None = Field(None, description="comma-separated; guards every write")
+    db_pool_size: int = Field(10, ge=1)
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.state_dir / self.default_database_file}"
+
+    @cached_property
+    def admin_token_hashes(self) -> frozenset[str]:
+        return frozenset(hash_token(t) for t in self.admin_tokens)
+
+    @property
+    def admin_tokens(self) -> list[str]:
+        if self.admin_token is None:
+            return []
+        return [t.strip() for t in self.admin_token.get_secret_value().split(",") if t.strip()]
+
+    def admin_token_problem(self) -> str | None:
+        """Why the service should not start with these admin tokens, or None."""
+        tokens = self.admin_tokens
+        if not tokens:
+            return f"ATOLL_ADMIN_TOKEN is not set: without it {self.writes_guarded}"
+        if any(len(t) < MIN_ADMIN_TOKEN_CHARS for t in tokens):
+            return f"every ATOLL_ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_CHARS} characters"
+        return None
