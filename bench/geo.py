@@ -57,8 +57,17 @@ class Plan:
     optimizer: OptimizerSpec
 
 
-def _policies(staleness: int, period: int, budget_mbps: float) -> tuple[GeoSpec, ...]:
+def _policies(
+    staleness: int, period: int, budget_mbps: float, lockstep_asp: bool = False
+) -> tuple[GeoSpec, ...]:
+    """`lockstep_asp` adds asp at DS=0: no mirror's update is ever a clock late, which
+    costs a wait on the slowest link every clock but keeps SGD with momentum stable
+    where late updates from many sites make it overshoot."""
     asp = {"policy": "asp", "staleness": staleness}
+    lockstep = (
+        GeoSpec(policy="asp", staleness=0, threshold=0.01),
+        GeoSpec(policy="asp", staleness=0, threshold=0.01, budget_mbps=budget_mbps),
+    )
     return (
         GeoSpec(policy="lan"),
         GeoSpec(policy="bsp"),
@@ -68,6 +77,7 @@ def _policies(staleness: int, period: int, budget_mbps: float) -> tuple[GeoSpec,
         GeoSpec(**asp, threshold=0.05),
         GeoSpec(**asp, threshold=0.05, value_type="int8"),
         GeoSpec(**asp, threshold=0.01, budget_mbps=budget_mbps),
+        *(lockstep if lockstep_asp else ()),
         GeoSpec(policy="none"),
     )
 
@@ -80,7 +90,7 @@ FULL = Plan(
         Scenario("gaia-11", "dirichlet:0.5"),
         Scenario("gaia-11", "iid"),
     ),
-    policies=_policies(staleness=1, period=10, budget_mbps=10.0),
+    policies=_policies(staleness=1, period=10, budget_mbps=10.0, lockstep_asp=True),
     clocks=200,
     batch_size=64,
     workers=1,

@@ -56,7 +56,10 @@ class GeoSpec(BaseModel):
     def label(self) -> str:
         if self.policy == "asp":
             label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"
-            return label if self.value_type == "float16" else f"{label} {self.value_type}"
+            if self.value_type != "float16":
+                label += f" {self.value_type}"
+            default_staleness = type(self).model_fields["staleness"].default
+            return label if self.staleness == default_staleness else f"{label} DS={self.staleness}"
         if self.policy in ("fedavg", "diloco"):
             return f"{self.policy} H={self.period}"
         return self.policy

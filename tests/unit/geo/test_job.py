@@ -46,3 +46,17 @@ def test_too_many_sites_for_the_topology_is_named() -> None:
 def test_each_site_shuffles_differently_but_reproducibly() -> None:
     job = GeoJob(seed=3)
     assert job.site_seed(0) != job.site_seed(1) and job.site_seed(1) == GeoJob(seed=3).site_seed(1)
+
+
+@pytest.mark.parametrize(
+    ("spec", "label"),
+    [
+        (GeoSpec(policy="asp"), "asp v=1%"),
+        (GeoSpec(policy="asp", threshold=0.05, value_type="int8"), "asp v=5% int8"),
+        (GeoSpec(policy="asp", staleness=0, budget_mbps=10), "asp adaptive DS=0"),
+        (GeoSpec(policy="diloco", period=5), "diloco H=5"),
+    ],
+    ids=["default", "int8", "adaptive-ds0", "diloco"],
+)
+def test_a_policy_label_names_what_differs_from_the_defaults(spec: GeoSpec, label: str) -> None:
+    assert spec.label == label
