@@ -8,7 +8,7 @@ app = typer.Typer(help="Benchmark scenarios: print a table, write JSON.", no_arg
 
 @app.command("site")
 def site(
-    steps: Annotated[int, typer.Option(min=1, help="Clocks per measurement.")] = 300,
+    steps: Annotated[int, typer.Option(min=1, help="Clocks per measurement.")] = 1000,
     batch_size: Annotated[int, typer.Option(min=1)] = 64,
     repeats: Annotated[int, typer.Option(min=1)] = 3,
     dataset: Annotated[str, typer.Option()] = "fashion-mnist",
