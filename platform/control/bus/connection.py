@@ -224,19 +224,25 @@ def keep_trying(
     backoff: Backoff | None = None,
 ) -> None:
     """Run `step` until `stop` is set. While Redis is down, wait with backoff (the work
-    of the caller's other threads goes on); once it is back, `on_reconnect` first."""
+    of the caller's other threads goes on); once it is back, `on_reconnect` first.
+
+    Redis counts as back only once a step has gone through: `on_reconnect` may touch
+    nothing, and declaring it back before then logged "back" and "unreachable" in turn
+    and kept the backoff at its shortest."""
     backoff = backoff or Backoff(0.2, 5.0)
     down = False
     while not stop.is_set():
         try:
             if down:
                 on_reconnect()
-                down = False
-                log.warning("%s: Redis is back", what)
-                backoff.reset()
             step()
         except BusDown as e:
             if not down:
                 log.warning("%s: %s; retrying with backoff", what, e)
             down = True
             stop.wait(backoff.next_delay())
+            continue
+        if down:
+            down = False
+            log.warning("%s: Redis is back", what)
+            backoff.reset()
