@@ -72,12 +72,12 @@ def migrate(
     from sqlalchemy.exc import SQLAlchemyError
 
     from atoll.platform.control.core.config import control_settings
-    from atoll.platform.control.migrate import upgrade
+    from atoll.platform.control.migrate import SCHEMA
     from atoll.platform.service.database import describe_url
 
     url = database_url or control_settings().resolved_database_url
     try:
-        before, after = upgrade(url, revision)
+        before, after = SCHEMA.upgrade(url, revision)
     except SQLAlchemyError as e:
         raise AtollError(
             f"cannot migrate the control plane's database at {describe_url(url)}: "

@@ -55,11 +55,11 @@ def migrate(
 
     from atoll.platform.service.database import describe_url
     from atoll.registry.core.config import registry_settings
-    from atoll.registry.migrate import upgrade
+    from atoll.registry.migrate import SCHEMA
 
     url = database_url or registry_settings().resolved_database_url
     try:
-        before, after = upgrade(url, revision)
+        before, after = SCHEMA.upgrade(url, revision)
     except SQLAlchemyError as e:
         problem = str(e).splitlines()[0]
         raise AtollError(

@@ -40,7 +40,7 @@ DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 class RegistryError(ServiceError):
     """The registry refused a request; `problems` names each field and what is wrong."""
 
-    service = "registry"
+    service = "the registry"
 
 
 class RegistryUnavailable(ServiceUnavailable):
@@ -48,7 +48,6 @@ class RegistryUnavailable(ServiceUnavailable):
 
 
 class RegistryClient(ServiceClient):
-    service = "the registry"
     refused = RegistryError
     unavailable = RegistryUnavailable
     default_url = DEFAULT_URL

@@ -7,6 +7,3 @@ SCHEMA = AlembicSchema(
     script_location="atoll.registry:migrations",
     migrate="`atoll registry migrate`",
 )
-alembic_config = SCHEMA.config
-schema_state = SCHEMA.state
-upgrade = SCHEMA.upgrade

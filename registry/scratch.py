@@ -18,7 +18,7 @@ import httpx
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from atoll.registry.migrate import upgrade
+from atoll.registry.migrate import SCHEMA
 
 
 def is_postgres(url: str) -> bool:
@@ -60,11 +60,11 @@ def scratch_database(
     """A migrated, empty database: in `postgres_url`'s database if given, else SQLite."""
     if postgres_url is None:
         url = f"sqlite:///{folder / f'{purpose}-{secrets.token_hex(4)}.db'}"
-        upgrade(url)
+        SCHEMA.upgrade(url)
         yield url
         return
     with postgres_schema(postgres_url, purpose) as url:
-        upgrade(url)
+        SCHEMA.upgrade(url)
         yield url
 
 

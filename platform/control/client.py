@@ -32,7 +32,7 @@ DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 class ControlError(ServiceError):
     """The control plane refused a request."""
 
-    service = "control plane"
+    service = "the control plane"
 
 
 class ControlUnavailable(ServiceUnavailable):
@@ -40,7 +40,6 @@ class ControlUnavailable(ServiceUnavailable):
 
 
 class ControlClient(ServiceClient):
-    service = "the control plane"
     refused = ControlError
     unavailable = ControlUnavailable
     default_url = DEFAULT_URL

@@ -9,6 +9,3 @@ SCHEMA = AlembicSchema(
     migrate="`atoll control migrate` (or `atoll control serve --migrate`)",
     version_table="control_alembic_version",
 )
-VERSION_TABLE = SCHEMA.version_table
-schema_state = SCHEMA.state
-upgrade = SCHEMA.upgrade

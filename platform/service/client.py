@@ -27,7 +27,7 @@ _MAX_PAUSE_S = 30.0
 class ServiceError(AtollError):
     """The service refused a request; `problems` names each field and what is wrong."""
 
-    service: ClassVar[str] = "the service"
+    service: ClassVar[str] = "the service"  # for messages: "the registry"
 
     def __init__(
         self, status: int, error: str, message: str, problems: Sequence[Problem] = ()
@@ -43,8 +43,7 @@ class ServiceUnavailable(AtollError):
 
 
 class ServiceClient:
-    service: ClassVar[str]  # for messages: "the registry"
-    refused: ClassVar[type[ServiceError]]
+    refused: ClassVar[type[ServiceError]]  # its `service` names the service in messages
     unavailable: ClassVar[type[ServiceUnavailable]]
     default_url: ClassVar[str]
 
@@ -104,13 +103,15 @@ class ServiceClient:
                 response = self._http.request(method, path, **kwargs)
             except _NOT_SENT as e:
                 if last:
-                    raise self.unavailable(f"cannot reach {self.service} at {self.url}: {e}") from e
+                    raise self.unavailable(
+                        f"cannot reach {self.refused.service} at {self.url}: {e}"
+                    ) from e
                 self._pause(attempt)
                 continue
             except _MAYBE_SENT as e:
                 if last or not idempotent:
                     raise self.unavailable(
-                        f"no answer from {self.service} at {self.url}: {e!r}"
+                        f"no answer from {self.refused.service} at {self.url}: {e!r}"
                     ) from e
                 self._pause(attempt)
                 continue
@@ -136,5 +137,5 @@ class ServiceClient:
                 [Problem.model_validate(p) for p in body.get("problems", [])],
             )
         except (ValueError, KeyError, TypeError):
-            text = response.text[:200] or response.reason_phrase
-            return self.refused(response.status_code, "unexpected", text)
+            text = response.text.strip()[:200] or response.reason_phrase
+            return self.refused(response.status_code, "error", text)

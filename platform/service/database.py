@@ -10,7 +10,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-_WRITE = "atoll_registry_write"
+_WRITE = "atoll_write"
 _SQLITE_BUSY_TIMEOUT_S = 30
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, MetaData, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from atoll.platform.service.database import Database, describe_url, make_engine
+from atoll.platform.service.schemas import Readiness
 
 
 @dataclass(frozen=True)
@@ -83,26 +84,29 @@ class SchemaState:
         )
 
 
-def readiness(database: Database, schema: AlembicSchema) -> dict[str, Any]:
-    """The database's part of /readyz: reachable, and its schema what this code needs."""
+def readiness(database: Database, schema: AlembicSchema) -> Readiness:
+    """/readyz as far as the database goes: reachable, and its schema what this code needs."""
     try:
         with database.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         state = schema.state(database.engine)
     except SQLAlchemyError as e:
         reason = f"unreachable: {type(e).__name__}"
-        return {
-            "database": reason,
-            "schema_revision": [],
-            "schema_head": [],
-            "problem": f"the database is {reason}",
-        }
-    return {
-        "database": database.backend,
-        "schema_revision": list(state.current),
-        "schema_head": list(state.head),
-        "problem": state.problem(),
-    }
+        return Readiness(
+            status="not_ready",
+            database=reason,
+            schema_revision=[],
+            schema_head=[],
+            problem=f"the database is {reason}",
+        )
+    problem = state.problem()
+    return Readiness(
+        status="not_ready" if problem else "ready",
+        database=database.backend,
+        schema_revision=list(state.current),
+        schema_head=list(state.head),
+        problem=problem,
+    )
 
 
 def run_migrations(

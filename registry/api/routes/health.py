@@ -28,9 +28,8 @@ async def healthz() -> Health:
     summary="The database is reachable and its schema current",
 )
 def readyz(database: DatabaseDep) -> Response:
-    found = readiness(database, SCHEMA)
-    body = Readiness(status="not_ready" if found["problem"] else "ready", **found)
-    return JSONResponse(body.model_dump(), status_code=503 if found["problem"] else 200)
+    body = readiness(database, SCHEMA)
+    return JSONResponse(body.model_dump(), status_code=503 if body.problem else 200)
 
 
 @router.get(

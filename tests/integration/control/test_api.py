@@ -16,7 +16,7 @@ from atoll.platform.control.bus.connection import Bus
 from atoll.platform.control.bus.messages import AgentStatus, Beat, Telemetry
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.main import StartupRefused, create_app
-from atoll.platform.control.migrate import upgrade
+from atoll.platform.control.migrate import SCHEMA
 
 with warnings.catch_warnings():  # starlette's own notice about its test client's transport
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -35,7 +35,7 @@ def bus() -> Iterator[Bus]:
 @pytest.fixture
 def api(tmp_path: Path, bus: Bus) -> Iterator[TestClient]:
     url = f"sqlite:///{tmp_path / 'control.db'}"
-    upgrade(url)
+    SCHEMA.upgrade(url)
     settings = ControlSettings(
         database_url=url,
         admin_token=SecretStr(ADMIN),
@@ -187,7 +187,7 @@ def test_probes_metrics_and_the_documented_schema(api: TestClient) -> None:
 
 def test_readiness_says_when_redis_is_away(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'control.db'}"
-    upgrade(url)
+    SCHEMA.upgrade(url)
     settings = ControlSettings(
         database_url=url, admin_token=SecretStr(ADMIN), redis_url=SecretStr("redis://127.0.0.1:1/0")
     )
@@ -204,7 +204,7 @@ def test_the_service_refuses_to_start_without_a_token_or_a_schema(tmp_path: Path
         TestClient(create_app(ControlSettings(database_url=url, admin_token=SecretStr(ADMIN)))),
     ):
         pass
-    upgrade(url)
+    SCHEMA.upgrade(url)
     with (
         pytest.raises(StartupRefused, match="ATOLL_ADMIN_TOKEN is not set"),
         TestClient(create_app(ControlSettings(database_url=url, admin_token=None))),

@@ -15,7 +15,7 @@ from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.crud import telemetry as telemetry_store
-from atoll.platform.control.migrate import VERSION_TABLE, schema_state, upgrade
+from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.models import Base, Command, Job, JobSite
 from atoll.platform.service.database import Database
 from atoll.platform.service.sql import utcnow
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'control.db'}"
-        upgrade(url)
+        SCHEMA.upgrade(url)
         db = Database(url, pool_size=2)
         yield db
         db.dispose()
@@ -39,7 +39,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
     require(bool(base) and postgres_reachable(base), "PostgreSQL at ATOLL_TEST_DATABASE_URL")
     assert base is not None
     with postgres_schema(base, "control") as url:
-        upgrade(url)
+        SCHEMA.upgrade(url)
         db = Database(url, pool_size=2)
         yield db
         db.dispose()
@@ -66,7 +66,7 @@ def test_the_migrations_make_the_models_schema_in_a_version_table_of_their_own(
     database: Database,
 ) -> None:
     with database.engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        context = MigrationContext.configure(conn, opts={"version_table": SCHEMA.version_table})
         tables = {t for t in Base.metadata.tables}
         diffs = [
             d
@@ -74,7 +74,7 @@ def test_the_migrations_make_the_models_schema_in_a_version_table_of_their_own(
             if not (d[0] == "remove_table" and d[1].name not in tables)
         ]
     assert diffs == []
-    assert schema_state(database.engine).problem() is None
+    assert SCHEMA.state(database.engine).problem() is None
 
 
 def test_a_status_report_updates_the_site_and_its_jobs_once(database: Database) -> None:

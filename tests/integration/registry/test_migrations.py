@@ -15,7 +15,7 @@ from integration.registry.service import ADMIN
 from sqlalchemy import inspect
 
 from atoll.platform.service.database import make_engine
-from atoll.registry.migrate import alembic_config, upgrade
+from atoll.registry.migrate import SCHEMA
 from atoll.registry.models import Base
 from atoll.registry.scratch import ServerProcess, free_port
 
@@ -58,10 +58,10 @@ def test_migrate_builds_the_schema_the_models_describe(empty_database: str) -> N
 
 
 def test_downgrade_and_upgrade_again(empty_database: str) -> None:
-    upgrade(empty_database)
-    command.downgrade(alembic_config(empty_database), "base")
+    SCHEMA.upgrade(empty_database)
+    command.downgrade(SCHEMA.config(empty_database), "base")
     assert tables(empty_database) <= {"alembic_version"}
-    before, after = upgrade(empty_database)
+    before, after = SCHEMA.upgrade(empty_database)
     assert before.current == () and after.is_current
 
 
@@ -75,7 +75,7 @@ def test_the_service_refuses_an_unmigrated_database(empty_database: str) -> None
 
 
 def test_the_service_refuses_to_run_without_an_admin_token(empty_database: str) -> None:
-    upgrade(empty_database)
+    SCHEMA.upgrade(empty_database)
     env = {"ATOLL_DATABASE_URL": empty_database}
     refused = registry_command("serve", "--port", str(free_port()), env=env)
     assert refused.returncode == 2 and "ATOLL_ADMIN_TOKEN is not set" in refused.stderr
@@ -87,9 +87,9 @@ def test_serve_migrate_starts_on_an_empty_database(empty_database: str, tmp_path
 
 
 def test_readiness_fails_when_the_schema_falls_behind(empty_database: str, tmp_path: Path) -> None:
-    upgrade(empty_database)
+    SCHEMA.upgrade(empty_database)
     with ServerProcess(empty_database, ADMIN, tmp_path / "log") as server:
-        command.downgrade(alembic_config(empty_database), "base")
+        command.downgrade(SCHEMA.config(empty_database), "base")
         answer = httpx.get(f"{server.url}/readyz")
         assert answer.status_code == 503
         body = answer.json()

@@ -35,13 +35,13 @@ async def readyz(database: DatabaseDep, service: ServiceDep) -> Response:
 
 def _readiness(database: DatabaseDep, service: ServiceDep) -> Readiness:
     redis_problem = service.redis_problem()
-    found = readiness(database, SCHEMA)
-    problem = found.pop("problem") or redis_problem
+    database_part = readiness(database, SCHEMA)
+    problem = database_part.problem or redis_problem
     return Readiness(
+        **database_part.model_dump(exclude={"status", "problem"}),
         status="not_ready" if problem else "ready",
         redis=redis_problem or "ok",
         problem=problem,
-        **found,
     )
 
 
