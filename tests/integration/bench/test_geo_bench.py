@@ -28,4 +28,12 @@ def test_the_quick_geo_bench_scores_every_policy_against_lan_and_bsp(tmp_path: P
     for row in rows:
         if row["policy"].startswith("asp"):
             assert 0 < row["wan_bytes"] < bsp["wan_bytes"], row["policy"]
+    # The verdict against the bar names every asp row and each of its four criteria.
+    verdict = result["bar"]["three-continents, dirichlet:0.5"]
+    asp_rows = {r["policy"] for r in rows if r["policy"].startswith("asp")}
+    assert set(verdict["asp"]) == asp_rows
+    assert all(
+        set(c) == {"bytes", "speedup", "time_vs_lan", "accuracy"} for c in verdict["asp"].values()
+    )
+    assert verdict["bsp_vs_lan"] == pytest.approx(bsp["time_to_target_s"] / lan["time_to_target_s"])
     assert (tmp_path / "three-continents-dirichlet0.5.png").stat().st_size > 10_000
