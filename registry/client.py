@@ -16,6 +16,7 @@ from atoll.platform.service.client import (
     ServiceClient,
     ServiceError,
     ServiceUnavailable,
+    admin_token_from_env,
 )
 from atoll.platform.service.schemas import Readiness
 from atoll.registry.core.config import DEFAULT_PORT
@@ -58,8 +59,7 @@ class RegistryClient(ServiceClient):
         admin token in ATOLL_ADMIN_TOKEN."""
         url = url or os.environ.get("ATOLL_REGISTRY_URL") or DEFAULT_URL
         if token is None:
-            admin = os.environ.get("ATOLL_ADMIN_TOKEN", "").split(",")[0].strip()
-            token = os.environ.get("ATOLL_REGISTRY_TOKEN") or admin or None
+            token = os.environ.get("ATOLL_REGISTRY_TOKEN") or admin_token_from_env()
         return cls(url, token)
 
     # Sites

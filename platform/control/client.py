@@ -24,6 +24,7 @@ from atoll.platform.service.client import (
     ServiceClient,
     ServiceError,
     ServiceUnavailable,
+    admin_token_from_env,
 )
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -48,9 +49,7 @@ class ControlClient(ServiceClient):
     def from_env(cls, url: str | None = None, token: str | None = None) -> "ControlClient":
         """URL from ATOLL_CONTROL_URL; token from the first of ATOLL_ADMIN_TOKEN."""
         url = url or os.environ.get("ATOLL_CONTROL_URL") or DEFAULT_URL
-        if token is None:
-            token = os.environ.get("ATOLL_ADMIN_TOKEN", "").split(",")[0].strip() or None
-        return cls(url, token)
+        return cls(url, token if token is not None else admin_token_from_env())
 
     # jobs
 

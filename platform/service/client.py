@@ -3,6 +3,7 @@ bearer token, and retries that are safe by construction. A request that never re
 the server is retried whatever it was; one that may have reached it only when repeating
 it cannot do anything twice (the caller says so with `idempotent`)."""
 
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -22,6 +23,11 @@ READINESS_RETRY_STATUSES = frozenset({429, 502, 504})
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)  # the server cannot have acted on these
 _MAYBE_SENT = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.ReadError, httpx.RemoteProtocolError)
 _MAX_PAUSE_S = 30.0
+
+
+def admin_token_from_env() -> str | None:
+    """The first of the comma-separated ATOLL_ADMIN_TOKEN: the one a client presents."""
+    return os.environ.get("ATOLL_ADMIN_TOKEN", "").split(",")[0].strip() or None
 
 
 class ServiceError(AtollError):
