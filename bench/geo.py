@@ -60,20 +60,21 @@ class Plan:
 def _policies(
     staleness: int, period: int, budget_mbps: float, other_staleness: bool = False
 ) -> tuple[GeoSpec, ...]:
-    """`other_staleness` adds asp at DS=0 and at DS=4.
+    """`other_staleness` adds asp at DS=0 and at DS=4, the latter also with a lookahead.
 
     At DS=0 no mirror's update is ever a clock late, which costs a wait on the slowest
     link every clock but keeps SGD with momentum stable where late updates from many
     sites make it overshoot. At DS=4, with the adaptive threshold keeping the links
     uncongested, a site waits for no mirror within gaia-11's longest one-way latency
     (162 ms) at a measured 50 ms clock: the time to beat lan's, at the cost of updates
-    up to four clocks late.
+    up to four clocks late, which the lookahead predicts.
     """
     asp = {"policy": "asp", "staleness": staleness}
     others = (
         GeoSpec(policy="asp", staleness=0, threshold=0.01),
         GeoSpec(policy="asp", staleness=0, threshold=0.01, budget_mbps=budget_mbps),
         GeoSpec(policy="asp", staleness=4, threshold=0.01, budget_mbps=budget_mbps),
+        GeoSpec(policy="asp", staleness=4, threshold=0.01, budget_mbps=budget_mbps, lookahead=0.5),
     )
     return (
         GeoSpec(policy="lan"),

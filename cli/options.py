@@ -75,6 +75,15 @@ Budget = Annotated[
 ]
 Staleness = Annotated[int, typer.Option(min=0, help="asp: mirror clock bound DS.")]
 Values = Annotated[ValueType, typer.Option(help="asp: precision of the values sent.")]
+Lookahead = Annotated[
+    float,
+    typer.Option(
+        min=0,
+        max=2,
+        help="asp: take gradients this share of the way to where the mirrors' undelivered "
+        "steps will move the replica (0 = off; keeps the full momentum when on).",
+    ),
+]
 Period = Annotated[int, typer.Option(min=1, help="fedavg, diloco: local clocks per round.")]
 Clocks = Annotated[int, typer.Option(min=1, help="Site iterations to run.")]
 Target = Annotated[
@@ -109,6 +118,7 @@ def geo_spec(
     staleness: int,
     values: ValueType,
     period: int,
+    lookahead: float,
 ) -> GeoSpec:
     return GeoSpec(
         policy=policy.value,
@@ -118,4 +128,5 @@ def geo_spec(
         staleness=staleness,
         value_type=values.value,
         period=period,
+        lookahead=lookahead,
     )

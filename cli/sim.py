@@ -34,6 +34,7 @@ def sim(
     budget_mbps: o.Budget = None,
     staleness: o.Staleness = 1,
     values: o.Values = o.ValueType.float16,
+    lookahead: o.Lookahead = 0.0,
     period: o.Period = 10,
     clocks: o.Clocks = 300,
     target_accuracy: o.Target = None,
@@ -61,7 +62,9 @@ def sim(
         workers=workers,
         batch_size=batch_size,
         optimizer=o.optimizer_spec(optimizer, lr, momentum, weight_decay, lr_schedule),
-        geo=o.geo_spec(geo, threshold, threshold_schedule, budget_mbps, staleness, values, period),
+        geo=o.geo_spec(
+            geo, threshold, threshold_schedule, budget_mbps, staleness, values, period, lookahead
+        ),
         clocks=clocks,
         target_accuracy=target_accuracy,
         stop_at_target=stop_at_target,

@@ -72,6 +72,7 @@ def train(
     budget_mbps: o.Budget = None,
     staleness: o.Staleness = 1,
     values: o.Values = o.ValueType.float16,
+    lookahead: o.Lookahead = 0.0,
     period: o.Period = 10,
     target_accuracy: o.Target = None,
     eval_samples: o.EvalSamples = 2000,
@@ -97,7 +98,14 @@ def train(
             batch_size=batch_size,
             optimizer=optimizer_spec,
             geo=o.geo_spec(
-                geo, threshold, threshold_schedule, budget_mbps, staleness, values, period
+                geo,
+                threshold,
+                threshold_schedule,
+                budget_mbps,
+                staleness,
+                values,
+                period,
+                lookahead,
             ),
             clocks=steps or 300,
             target_accuracy=target_accuracy,

@@ -9,6 +9,13 @@ the end flushes what is left so every replica converges to the same model.
 Each site's step is scaled by 1/N: when every update reaches every mirror, the
 replicas then move by the mean of the sites' steps, exactly as BSP's averaged
 step does for SGD with momentum (which is linear in the gradients).
+
+With a lookahead, a site takes its gradient ahead of its replica, towards where
+the mirrors' undelivered steps will move it. Those steps are predicted from the
+site's own last one (each mirror is missing that many clocks of it): with
+momentum a step changes slowly, and the site's own is the freshest it knows,
+whereas a mirror's last step arrives already stale and predicting from it
+feeds the delay back.
 """
 
 from typing import Any, Literal
@@ -50,6 +57,7 @@ class ApproximateSync(GeoPolicy):
         value_type: ValueType = "float16",
         congestion_s: float = 0.05,
         final: Literal["average", "flush"] = "average",
+        lookahead: float = 0.0,
     ) -> None:
         super().__init__(site, sites, params, offset)
         self.filter = SignificanceFilter(len(params), schedule or ThresholdSchedule(), adaptive)
@@ -64,6 +72,10 @@ class ApproximateSync(GeoPolicy):
         self._average: RoundSync | None = None
         self.sent_elements = 0
         self.applied_elements = 0
+        self.lookahead_gain = lookahead
+        self._last_step: torch.Tensor | None = None
+        self.lookaheads = 0  # clocks whose gradient was taken ahead of the replica
+        self._undelivered = 0  # mirror clocks predicted, over those clocks
 
     @property
     def update_scale(self) -> float:
@@ -78,10 +90,23 @@ class ApproximateSync(GeoPolicy):
             )
         return self.mirror_clock.may_start_next(now)
 
+    def lookahead(self, now: float) -> torch.Tensor | None:
+        if not self.lookahead_gain or self._last_step is None:
+            return None
+        clocks = self.mirror_clock
+        undelivered = sum(max(0, self.clock - clocks.known[m]) for m in clocks.live(now))
+        if not undelivered:
+            return None
+        self.lookaheads += 1
+        self._undelivered += undelivered
+        return self._last_step * (self.lookahead_gain * undelivered)
+
     def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
         self.clock += 1
         self.mirror_clock.clock = self.clock
         self.filter.accumulate(delta)
+        if self.lookahead_gain:
+            self._last_step = delta.clone()
         selection = self.filter.select(self.params, self.clock, lr_ratio)
         if not len(selection):
             return [Outbound(BROADCAST, self._message(Kind.CLOCK), Lane.CONTROL)]
@@ -209,6 +234,8 @@ class ApproximateSync(GeoPolicy):
             "sent_elements": self.sent_elements,
             "applied_elements": self.applied_elements,
             "pending_accumulator_l1": float(self.filter.accumulator.abs().sum()),
+            "lookaheads": self.lookaheads,
+            "mean_undelivered_mirror_clocks": self._undelivered / max(self.lookaheads, 1),
         }
 
     def _message(self, kind: Kind, indices: torch.Tensor | None = None) -> GeoMessage:

@@ -41,9 +41,12 @@ class GeoJob(BaseModel):
         Under asp, updates that arrive up to DS clocks late act as momentum of their
         own ("asynchrony begets momentum", Mitliagkas et al., 2016); stacked on the
         optimizer's full momentum they overshoot, so the sites keep only the rest.
+        A lookahead takes the gradient where those late updates will have moved the
+        replica instead, so the optimizer keeps its momentum.
         """
         geo, optimizer = self.geo, self.optimizer
-        if geo.policy != "asp" or not geo.compensate_momentum or optimizer.name != "sgd":
+        compensate = geo.compensate_momentum and not geo.lookahead
+        if geo.policy != "asp" or not compensate or optimizer.name != "sgd":
             return optimizer
         momentum = max(0.0, 1 - (1 - optimizer.momentum) * (1 + geo.staleness))
         return optimizer.model_copy(update={"momentum": momentum})

@@ -4,6 +4,7 @@ A policy owns one site's view of a slice of the model vector (its `params`, a
 view the site trains in place). The driver calls, in this order per clock:
 
     before_clock(now)          -> Proceed, or Wait (call again after messages arrive)
+    lookahead(now)             -> None, or an offset from params to take the gradient at
     ... the site computes a gradient and its optimizer steps (scaled by update_scale) ...
     after_clock(delta, now)    -> messages to send; delta is what the local step changed
     receive(message, now)      -> for each arrived message, at clock boundaries
@@ -58,6 +59,14 @@ class GeoPolicy(ABC):
 
     def _decide(self, now: float) -> Decision:
         return PROCEED
+
+    def lookahead(self, now: float) -> torch.Tensor | None:
+        """Where, relative to params, the next gradient should be taken; None: at params.
+
+        Runtimes ask once per clock, once `before_clock` has let it start: a policy may
+        count what it predicts.
+        """
+        return None
 
     @abstractmethod
     def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:

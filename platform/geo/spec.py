@@ -32,8 +32,16 @@ class GeoSpec(BaseModel):
     value_type: ValueType = Field("float16", description="asp: how update values travel")
     compensate_momentum: bool = Field(
         True,
-        description="asp with SGD: lower the momentum by what DS clocks of staleness add "
-        "(1 - (1 - momentum) * (1 + DS))",
+        description="asp with SGD and no lookahead: lower the momentum by what DS clocks of "
+        "staleness add (1 - (1 - momentum) * (1 + DS))",
+    )
+    lookahead: float = Field(
+        0.0,
+        ge=0,
+        le=2,
+        description="asp: take each gradient this share of the way towards where the "
+        "mirrors' undelivered steps will move the replica, predicted from the site's own "
+        "last step (0 = at the replica, as Gaia does)",
     )
     final: Literal["average", "flush"] = Field(
         "average",
@@ -58,6 +66,8 @@ class GeoSpec(BaseModel):
             label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"
             if self.value_type != "float16":
                 label += f" {self.value_type}"
+            if self.lookahead:
+                label += f" lookahead {self.lookahead:g}"
             default_staleness = type(self).model_fields["staleness"].default
             return label if self.staleness == default_staleness else f"{label} DS={self.staleness}"
         if self.policy in ("fedavg", "diloco"):
@@ -82,6 +92,7 @@ class GeoSpec(BaseModel):
                 value_type=self.value_type,
                 final=self.final,
                 congestion_s=self.congestion_s,
+                lookahead=self.lookahead,
             )
         if self.policy in ("bsp", "lan"):
             return RoundSync(site, sites, params, offset, name=self.policy, period=1)

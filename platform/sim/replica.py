@@ -10,7 +10,7 @@ from torch import nn
 from atoll.platform.data.datasets import Dataset
 from atoll.platform.model import build_model
 from atoll.platform.site.batches import BatchPlan
-from atoll.platform.site.flat import FlatModel
+from atoll.platform.site.flat import FlatModel, shifted
 from atoll.platform.site.optim import OptimizerSpec, ShardOptimizer, scaled_step
 
 
@@ -39,14 +39,21 @@ class SiteReplica:
     def lr_ratio(self, clock: int) -> float:
         return self.optimizer_spec.lr_at(clock, self.total_clocks) / self.optimizer_spec.lr
 
-    def step(self, clock: int, scale: float) -> tuple[torch.Tensor, float]:
-        """One clock's step on this site's data; returns the change made and the loss."""
+    def step(
+        self, clock: int, scale: float, lookahead: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, float]:
+        """One clock's step on this site's data; returns the change made and the loss.
+
+        With a lookahead the gradient is taken at params + lookahead, and the
+        optimizer steps from params.
+        """
         index = torch.from_numpy(self.plan.indices(clock, 0))
         self.flat.zero_grad()
-        loss = nn.functional.cross_entropy(
-            self.flat.model(self.train.x[index]), self.train.y[index]
-        )
-        loss.backward()
+        with shifted(self.params, lookahead):
+            loss = nn.functional.cross_entropy(
+                self.flat.model(self.train.x[index]), self.train.y[index]
+            )
+            loss.backward()
         lr = self.optimizer_spec.lr_at(clock, self.total_clocks)
         delta = scaled_step(self.optimizer, self.flat.grads, lr, scale)
         return delta, loss.item()

@@ -130,7 +130,9 @@ class GeoSimulation:
         if site.policy.clock % self.job.eval_every == 0 and site.policy.clock > 0:
             self._evaluate(site, now)  # the replica as it is about to be trained on
         site.state = State.COMPUTING
-        site.delta, site.loss = site.replica.step(site.policy.clock, site.policy.update_scale)
+        site.delta, site.loss = site.replica.step(
+            site.policy.clock, site.policy.update_scale, site.policy.lookahead(now)
+        )
         self.events.at(now + site.step_s, lambda t: self._clock_done(site, t))
 
     def _clock_done(self, site: SimSite, now: float) -> None:

@@ -5,6 +5,9 @@ on it needs no copies: autograd accumulates straight into `grads`, and what a
 shard writes into `params` is what the model computes with.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -33,3 +36,17 @@ class FlatModel:
     def zero_grad(self) -> None:
         # model.zero_grad() would set .grad to None and detach it from `grads`.
         self.grads.zero_()
+
+
+@contextmanager
+def shifted(params: torch.Tensor, offset: torch.Tensor | None) -> Iterator[None]:
+    """`params` moved by `offset` (if any) inside the block, restored bit for bit after."""
+    if offset is None:
+        yield
+        return
+    saved = params.clone()
+    params.add_(offset)
+    try:
+        yield
+    finally:
+        params.copy_(saved)

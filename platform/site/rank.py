@@ -30,13 +30,14 @@ from atoll.platform.model import Evaluation, build_model, evaluate, model_signat
 from atoll.platform.site.barrier import BSPBarrier
 from atoll.platform.site.batches import BatchPlan
 from atoll.platform.site.checkpoint import CheckpointStore
-from atoll.platform.site.flat import FlatModel
+from atoll.platform.site.flat import FlatModel, shifted
 from atoll.platform.site.geo_mirror import GeoMirror
 from atoll.platform.site.layout import SiteLayout
 from atoll.platform.site.optim import ShardOptimizer, scaled_step
 from atoll.platform.site.spec import SiteJob
 
-_GRAD_TAG, _PARAM_TAG = 0, 1 << 20  # + shard index: one channel per shard and direction
+# + shard index: one channel per shard and kind of tensor
+_GRAD_TAG, _PARAM_TAG, _LOOKAHEAD_TAG = 0, 1 << 20, 2 << 20
 _PR_SET_PDEATHSIG = 1
 _PARENT_CHECK_S = 0.5
 _ORPHANED_EXIT = 70
@@ -155,6 +156,9 @@ class SiteRank:
         self.rank = ctx.rank
         self.is_worker = self.layout.is_worker(self.rank)
         self.shards = [self._make_shard(s) for s in self.layout.shards_of(self.rank)]
+        geo = job.geo
+        # Where ahead of the replica the workers take the next gradient (asp's lookahead).
+        self.lookahead = torch.zeros(self.flat.num_params) if geo and geo.policy.lookahead else None
         self.compute_s = self.exchange_s = 0.0
 
     def _make_shard(self, index: int) -> Shard:
@@ -254,8 +258,9 @@ class SiteRank:
         index = torch.from_numpy(self.plan.indices(step, self.rank))
         x, y = self.train.x[index], self.train.y[index]
         self.flat.zero_grad()
-        loss = nn.functional.cross_entropy(self.model(x), y)
-        loss.backward()
+        with shifted(self.flat.params, self.lookahead):
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            loss.backward()
         self.compute_s += time.perf_counter() - t
         return loss.item()
 
@@ -270,7 +275,7 @@ class SiteRank:
         for shard in self.shards:
             if shard.mirror is not None:
                 shard.mirror.sync()  # the next clock waits until the geo policy allows it
-        for work in sends + self._distribute_params():
+        for work in sends + self._distribute_params() + self._distribute_lookahead():
             _wait(work, f"rank {self.rank} exchanged no parameters for clock {step}")
         self.exchange_s += time.perf_counter() - t
 
@@ -361,17 +366,28 @@ class SiteRank:
         )
 
     def _distribute_params(self) -> list[dist.Work]:
-        """Owners send their slices to every other worker; workers receive what they do not own."""
+        return self._distribute(self.flat.params, _PARAM_TAG)
+
+    def _distribute_lookahead(self) -> list[dist.Work]:
+        """Owners fill in their slices of the lookahead, then every worker gets all of it."""
+        if self.lookahead is None:
+            return []
+        for shard in self.shards:
+            offset = shard.mirror.policy.lookahead(time.monotonic())
+            self._slice(self.lookahead, shard.index).copy_(0 if offset is None else offset)
+        return self._distribute(self.lookahead, _LOOKAHEAD_TAG)
+
+    def _distribute(self, buffer: torch.Tensor, tag: int) -> list[dist.Work]:
+        """Owners send their slices of `buffer` to every other worker; workers receive the
+        slices they do not own."""
         works = [
-            dist.isend(
-                self._slice(self.flat.params, shard.index), worker, tag=_PARAM_TAG + shard.index
-            )
+            dist.isend(self._slice(buffer, shard.index), worker, tag=tag + shard.index)
             for shard in self.shards
             for worker in range(self.ctx.job.workers)
             if worker != self.rank
         ]
         works += [
-            dist.irecv(self._slice(self.flat.params, s), self.layout.owner(s), tag=_PARAM_TAG + s)
+            dist.irecv(self._slice(buffer, s), self.layout.owner(s), tag=tag + s)
             for s in self._remote_shards()
         ]
         return works

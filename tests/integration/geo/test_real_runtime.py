@@ -64,6 +64,25 @@ def test_asp_job_runs_end_to_end_and_replicas_agree(tmp_path: Path) -> None:
     assert (out / "timeline.png").exists()
 
 
+def test_asp_with_a_lookahead_hands_every_worker_the_offset_of_every_shard(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "job"
+    process = start(out, "--geo", "asp", "--steps", "20", "--staleness", "3", "--lookahead",
+                    "0.5", "--sites", "2", "--workers", "2", "--shards", "2")  # fmt: skip
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["config"]["geo"]["lookahead"] == 0.5
+    assert len({site["final_accuracy"] for site in summary["sites"]}) == 1
+    for site in ("virginia", "frankfurt"):
+        last = {}  # each shard's last geo report
+        for event in events(out / "sites" / site / "log.jsonl"):
+            if event["kind"] == "geo":
+                last[event["shard"]] = event
+        assert sorted(last) == [0, 1] and all(e["lookaheads"] > 0 for e in last.values())
+
+
 @pytest.mark.timeout(900)
 def test_a_killed_site_leaves_the_others_training_and_rejoins(tmp_path: Path) -> None:
     out = tmp_path / "job"

@@ -57,6 +57,15 @@ def test_every_replica_ends_equal(policy: str) -> None:
     assert result["wan_bytes"] > 0 and result["clocks"] == 30
 
 
+def test_a_lookahead_changes_the_gradients_and_still_ends_with_equal_replicas() -> None:
+    plain = simulate(GeoSpec(policy="asp", staleness=3))
+    ahead = simulate(GeoSpec(policy="asp", staleness=3, lookahead=0.5))
+    assert ahead["timeline"] != plain["timeline"]
+    assert len({site["final_accuracy"] for site in ahead["sites"]}) == 1
+    assert all(site["lookaheads"] > 0 for site in ahead["sites"])
+    assert all(site["lookaheads"] == 0 for site in plain["sites"])
+
+
 def test_isolated_sites_send_nothing_and_differ() -> None:
     result = simulate(GeoSpec(policy="none"))
     assert result["wan_bytes"] == 0 and result["stall_s"] == 0

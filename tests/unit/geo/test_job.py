@@ -22,6 +22,7 @@ def test_asp_sites_lower_sgd_momentum_by_what_staleness_adds(
     [
         GeoJob(geo=GeoSpec(policy="bsp")),
         GeoJob(geo=GeoSpec(policy="asp", staleness=3, compensate_momentum=False)),
+        GeoJob(geo=GeoSpec(policy="asp", staleness=3, lookahead=0.5)),
         GeoJob(optimizer=OptimizerSpec(name="adam", lr=0.001)),
     ],
 )

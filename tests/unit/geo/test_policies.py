@@ -158,6 +158,30 @@ def test_asp_mirror_clock_holds_a_site_ds_ahead() -> None:
     assert policies[0].before_clock(2.5) is PROCEED
 
 
+def test_asp_looks_ahead_by_its_last_step_times_the_clocks_mirrors_owe() -> None:
+    params = replicas(3)
+    policies = [ApproximateSync(i, 3, params[i], staleness=5, lookahead=0.5) for i in range(3)]
+    assert policies[0].lookahead(0.0) is None  # no step taken yet
+    steps = [torch.full((SIZE,), 0.1 * (k + 1)) for k in range(3)]
+    for clock, step in enumerate(steps):
+        out = policies[0].after_clock(step, float(clock))
+        if clock == 0:  # mirror 1 hears of clock 1; mirror 2 hears nothing
+            policies[1].receive(out[-1].message, 0.5)
+            policies[0].receive(policies[1].after_clock(torch.zeros(SIZE), 0.5)[0].message, 0.5)
+    # 3 clocks done; mirror 1 delivered 1 of them, mirror 2 none: 2 + 3 missing clocks.
+    assert torch.equal(policies[0].lookahead(3.0), steps[-1] * (0.5 * 5))
+    # Mirror 2's lease ran out (mirror 1's runs until 0.5 + lease): only mirror 1 counts.
+    lease = policies[0].mirror_clock.lease_s
+    assert torch.equal(policies[0].lookahead(lease + 0.25), steps[-1] * (0.5 * 2))
+
+
+def test_asp_takes_gradients_at_the_replica_without_a_lookahead() -> None:
+    params = replicas(2)
+    policy = ApproximateSync(0, 2, params[0], staleness=5)
+    policy.after_clock(torch.ones(SIZE), 0.0)
+    assert policy.lookahead(1.0) is None
+
+
 def test_a_restarted_site_adopts_a_mirrors_snapshot_before_training() -> None:
     params = replicas(2)
     policies = [ApproximateSync(i, 2, params[i]) for i in range(2)]

@@ -7,7 +7,7 @@ from torch import nn
 
 from atoll.platform.model import build_model
 from atoll.platform.site import OptimizerSpec, SiteLayout
-from atoll.platform.site.flat import FlatModel
+from atoll.platform.site.flat import FlatModel, shifted
 from atoll.platform.site.optim import ShardOptimizer
 
 
@@ -54,3 +54,17 @@ def test_cosine_schedule_starts_at_lr_and_ends_at_zero() -> None:
     assert spec.lr_at(50, 100) == pytest.approx(0.05)
     assert spec.lr_at(100, 100) == pytest.approx(0.0)
     assert OptimizerSpec(lr=0.1).lr_at(99, 100) == 0.1
+
+
+def test_shifted_moves_params_inside_the_block_and_restores_them_bit_for_bit() -> None:
+    params = torch.randn(100)
+    before = params.clone()
+    offset = torch.randn(100) * 1e-3
+    with shifted(params, offset):
+        assert torch.equal(params, before + offset)
+    assert torch.equal(params, before)  # not params + offset - offset, which rounds
+    with pytest.raises(RuntimeError), shifted(params, offset):
+        raise RuntimeError("the gradient failed")
+    assert torch.equal(params, before)
+    with shifted(params, None):
+        assert torch.equal(params, before)
