@@ -124,8 +124,17 @@ def test_sites_join_by_reporting_go_offline_and_are_drained_through_their_stream
         10,
     )[0][1]
     assert command.kind == "drain" and command.site == "lab-a"
-    listed = api.get("/v1/commands", params={"site": "lab-a"}).json()["commands"]
-    assert listed[0]["kind"] == "drain" and listed[0]["publish_count"] == 1
+    # The dispatcher records a publish just after it reaches the bus, so the record may lag.
+    listed = wait_for(
+        "the drain's publish to be recorded",
+        lambda: (
+            (c := api.get("/v1/commands", params={"site": "lab-a"}).json()["commands"])
+            and c[0]["publish_count"] == 1
+            and c
+        ),
+        10,
+    )
+    assert listed[0]["kind"] == "drain"
     assert "payload" not in listed[0]
     assert api.post("/v1/sites/lab-a/activate", headers=admin()).json()["state"] == "active"
     assert api.delete("/v1/sites/lab-a", headers=admin()).json()["state"] == "removed"
