@@ -1,8 +1,10 @@
 """The geo tier against its baselines, in the simulator.
 
 For each scenario (topology x partition) every policy trains the same model on the
-same data from the same seed, with one compute profile measured once at the start,
+same data from the same seeds, with one compute profile measured once at the start,
 and is scored on time to the target accuracy, WAN bytes, final accuracy and stall.
+With several seeds a row is the mean over them, and it has a time to target only if
+every seed reached the target: one lucky seed does not meet the bar.
 Prints a table per scenario, writes JSON and a plot per scenario.
 """
 
@@ -128,6 +130,7 @@ def run(
     jobs: int = 2,
     compute: str = "measured",
     console: Console | None = None,
+    seeds: int = 1,
 ) -> dict:
     plan = QUICK if quick else FULL
     # Wide enough for the table when the output is a file, not a terminal.
@@ -153,24 +156,41 @@ def run(
         "compute_step_s": step_s,
         "compute_profile": profile.source,
         "optimizer": plan.optimizer.model_dump(),
+        "seeds": seeds,
         "scenarios": {},
+        "runs": {},
     }
-    total = len(plan.scenarios) * len(plan.policies)
+    runs = [
+        (scenario, policy, seed)
+        for scenario in plan.scenarios
+        for policy in plan.policies
+        for seed in range(seeds)
+    ]
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn())
     progress = Progress(*columns, TimeElapsedColumn(), console=console)
-    runs = [(scenario, policy) for scenario in plan.scenarios for policy in plan.policies]
     # Each run is one process with one thread: runs in parallel use the cores well and
     # never change each other's results (virtual time does not depend on wall time).
     with progress, ProcessPoolExecutor(jobs, mp_context=spawn, initializer=_one_thread) as pool:
-        task = progress.add_task("geo bench", total=total)
-        futures = {pool.submit(_run_one, plan, s, p, profile): (s, p) for s, p in runs}
-        done: dict[tuple[str, str], dict] = {}
+        task = progress.add_task("geo bench", total=len(runs))
+        futures = {pool.submit(_run_one, plan, *run, profile): run for run in runs}
+        done: dict[tuple[str, str, int], dict] = {}
         for future in as_completed(futures):
-            scenario, policy = futures[future]
-            done[(scenario.name, policy.label)] = future.result()
-            progress.update(task, advance=1, description=f"{scenario.name}: {policy.label} done")
+            scenario, policy, seed = futures[future]
+            done[(scenario.name, policy.label, seed)] = future.result()
+            note = f"{scenario.name}: {policy.label} seed {seed} done"
+            progress.update(task, advance=1, description=note)
     for scenario in plan.scenarios:
-        rows = [done[(scenario.name, policy.label)] for policy in plan.policies]
+        # Each seed's runs are scored against lan and bsp on the same seed.
+        by_seed = [
+            [done[(scenario.name, p.label, seed)] for p in plan.policies] for seed in range(seeds)
+        ]
+        for seed_rows in by_seed:
+            _score(seed_rows)
+        results["runs"][scenario.name] = [row for seed_rows in by_seed for row in seed_rows]
+        rows = [
+            mean_over_seeds([seed_rows[i] for seed_rows in by_seed])
+            for i in range(len(plan.policies))
+        ]
         _score(rows)
         results["scenarios"][scenario.name] = rows
         verdict = check_bar(rows)
@@ -178,9 +198,9 @@ def run(
         console.print(_table(scenario, rows, plan.target))
         console.print(_bar_table(scenario, verdict))
         plot = plot_timelines(
-            {r["policy"]: r["timeline"] for r in rows},
+            {r["policy"]: r["timeline"] for r in by_seed[0]},
             out / f"{scenario.topology}-{scenario.partition.replace(':', '')}.png",
-            f"{plan.dataset} on {scenario.name} (simulated)",
+            f"{plan.dataset} on {scenario.name} (simulated{', seed 0' if seeds > 1 else ''})",
             "virtual time (s)",
             plan.target,
         )
@@ -195,7 +215,9 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-def _run_one(plan: Plan, scenario: Scenario, policy: GeoSpec, profile: ComputeProfile) -> dict:
+def _run_one(
+    plan: Plan, scenario: Scenario, policy: GeoSpec, seed: int, profile: ComputeProfile
+) -> dict:
     job = GeoJob(
         dataset=plan.dataset,
         topology=scenario.topology,
@@ -209,6 +231,7 @@ def _run_one(plan: Plan, scenario: Scenario, policy: GeoSpec, profile: ComputePr
         target_accuracy=plan.target,
         eval_every=plan.eval_every,
         eval_samples=plan.eval_samples,
+        seed=seed,
     )
     start = time.perf_counter()
     summary = GeoSimulation(job, profile).run()
@@ -217,7 +240,38 @@ def _run_one(plan: Plan, scenario: Scenario, policy: GeoSpec, profile: ComputePr
         "wan_bytes", "wan_bytes_to_target", "stall_s", "virtual_time_s", "clocks", "timeline",
         "links",
     )  # fmt: skip
-    return {**{k: summary[k] for k in keep}, "wall_s": time.perf_counter() - start}
+    return {**{k: summary[k] for k in keep}, "seed": seed, "wall_s": time.perf_counter() - start}
+
+
+def mean_over_seeds(runs: list[dict]) -> dict:
+    """One policy's row from its runs on every seed.
+
+    Times and bytes to target are means over the seeds only if every seed reached the
+    target; otherwise there is none, and `seeds_reached` says how many did.
+    """
+    reached = [r for r in runs if r["time_to_target_s"] is not None]
+    every = len(reached) == len(runs)
+    accuracy = [r["final_accuracy"] for r in runs]
+
+    def mean(key: str) -> float:
+        return statistics.fmean(r[key] for r in runs)
+
+    return {
+        "policy": runs[0]["policy"],
+        "seeds": len(runs),
+        "seeds_reached": len(reached),
+        "final_accuracy": statistics.fmean(accuracy),
+        "final_accuracy_range": max(accuracy) - min(accuracy),
+        "min_site_accuracy": mean("min_site_accuracy"),
+        "time_to_target_s": mean("time_to_target_s") if every else None,
+        "clocks_to_target": mean("clocks_to_target") if every else None,
+        "wan_bytes": mean("wan_bytes"),
+        "wan_bytes_to_target": mean("wan_bytes_to_target") if every else None,
+        "stall_s": mean("stall_s"),
+        "virtual_time_s": mean("virtual_time_s"),
+        "clocks": runs[0]["clocks"],
+        "wall_s": sum(r["wall_s"] for r in runs),
+    }
 
 
 def _score(rows: list[dict]) -> None:
@@ -314,9 +368,14 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def _table(scenario: Scenario, rows: list[dict], target: float) -> Table:
     table = Table(title=f"{scenario.name}: time to {target:.0%} test accuracy (simulated)")
+    if rows and rows[0]["seeds"] > 1:
+        table.caption = (
+            f"means over {rows[0]['seeds']} seeds; a time to target only where every seed "
+            "reached it; ± is half the range of the final accuracy"
+        )
     headers = (
-        "policy", "time to target s", "speed-up vs bsp", "x lan time", "WAN MB to target",
-        "bytes vs bsp", "final acc", "min site acc", "stall s/site",
+        "policy", "seeds at target", "time to target s", "speed-up vs bsp", "x lan time",
+        "WAN MB to target", "bytes vs bsp", "final acc", "min site acc", "stall s/site",
     )  # fmt: skip
     for h in headers:
         table.add_column(h, justify="left" if h == "policy" else "right")
@@ -326,14 +385,18 @@ def _table(scenario: Scenario, rows: list[dict], target: float) -> Table:
 
     for r in rows:
         mb = None if r["wan_bytes_to_target"] is None else r["wan_bytes_to_target"] / 1e6
+        accuracy = show(r["final_accuracy"], ".3f")
+        if r["seeds"] > 1:
+            accuracy += f" ±{r['final_accuracy_range'] / 2:.3f}"
         table.add_row(
             r["policy"],
+            f"{r['seeds_reached']}/{r['seeds']}",
             show(r["time_to_target_s"], ".1f"),
             show(r["speedup_over_bsp"], ".1f"),
             show(r["time_vs_lan"], ".2f"),
             show(mb, ".1f"),
             show(r["bytes_vs_bsp"], ".3f"),
-            show(r["final_accuracy"], ".3f"),
+            accuracy,
             show(r["min_site_accuracy"], ".3f"),
             show(r["stall_s"], ".1f"),
         )

@@ -34,11 +34,19 @@ def geo(
         str,
         typer.Option(help="measured (here, once, for every run), seconds per clock, or a .json"),
     ] = "measured",
+    seeds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Seeds per policy; rows are their means, with a time to target only if "
+            "every seed reached it.",
+        ),
+    ] = 1,
 ) -> None:
     """Geo tier: every policy against lan and bsp, in the simulator, per scenario."""
     from atoll.bench import geo as scenario
 
-    scenario.run(quick, out, jobs, compute_profile)
+    scenario.run(quick, out, jobs, compute_profile, seeds=seeds)
 
 
 @app.command("fidelity")

@@ -12,12 +12,23 @@ pytestmark = pytest.mark.integration
 
 
 def test_the_quick_geo_bench_scores_every_policy_against_lan_and_bsp(tmp_path: Path) -> None:
-    geo.run(quick=True, out=tmp_path, jobs=2)
+    geo.run(quick=True, out=tmp_path, jobs=2, seeds=2)
     result = json.loads((tmp_path / "geo-quick.json").read_text())
-    assert result["quick"] and result["dataset"] == "digits"
+    assert result["quick"] and result["dataset"] == "digits" and result["seeds"] == 2
     (rows,) = result["scenarios"].values()
     by_policy = {r["policy"]: r for r in rows}
     assert set(by_policy) == {p.label for p in geo.QUICK.policies}
+    # Every row is the mean of its two seeds' runs, each kept in the JSON.
+    (runs,) = result["runs"].values()
+    assert sorted((r["policy"], r["seed"]) for r in runs) == sorted(
+        (p.label, seed) for p in geo.QUICK.policies for seed in (0, 1)
+    )
+    lan_runs = [r for r in runs if r["policy"] == "lan"]
+    assert lan_runs[0]["timeline"] != lan_runs[1]["timeline"]
+    assert by_policy["lan"]["seeds_reached"] == 2
+    assert by_policy["lan"]["time_to_target_s"] == pytest.approx(
+        sum(r["time_to_target_s"] for r in lan_runs) / 2
+    )
     lan, bsp, none = by_policy["lan"], by_policy["bsp"], by_policy["none"]
     # The same math on links 100x apart: same replicas and bytes, far apart in time.
     assert lan["final_accuracy"] == pytest.approx(bsp["final_accuracy"], abs=1e-6)
