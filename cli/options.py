@@ -112,6 +112,7 @@ def optimizer_spec(
 
 def geo_spec(
     policy: PolicyName,
+    *,
     threshold: float,
     threshold_schedule: ThresholdSchedule,
     budget_mbps: float | None,

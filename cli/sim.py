@@ -63,7 +63,14 @@ def sim(
         batch_size=batch_size,
         optimizer=o.optimizer_spec(optimizer, lr, momentum, weight_decay, lr_schedule),
         geo=o.geo_spec(
-            geo, threshold, threshold_schedule, budget_mbps, staleness, values, period, lookahead
+            geo,
+            threshold=threshold,
+            threshold_schedule=threshold_schedule,
+            budget_mbps=budget_mbps,
+            staleness=staleness,
+            values=values,
+            period=period,
+            lookahead=lookahead,
         ),
         clocks=clocks,
         target_accuracy=target_accuracy,

@@ -102,6 +102,10 @@ class GeoMirror:
                 )
             self._drain(_POLL_S)
 
+    def lookahead(self) -> torch.Tensor | None:
+        """The policy's offset for the clock `sync` just let start (None: none)."""
+        return self.policy.lookahead(time.monotonic())
+
     def finish(self) -> None:
         """Send what the policy still owes, then apply arrivals until it owes nothing."""
         self._send(self.policy.finish(time.monotonic()))

@@ -373,7 +373,7 @@ class SiteRank:
         if self.lookahead is None:
             return []
         for shard in self.shards:
-            offset = shard.mirror.policy.lookahead(time.monotonic())
+            offset = shard.mirror.lookahead()
             self._slice(self.lookahead, shard.index).copy_(0 if offset is None else offset)
         return self._distribute(self.lookahead, _LOOKAHEAD_TAG)
 
