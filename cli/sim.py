@@ -5,12 +5,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from atoll.cli import options as o
+from atoll.platform.core.events import SimEvent, TimelinePoint
 from atoll.platform.core.files import write_json
 from atoll.platform.core.plots import plot_timelines
 from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.core.runlog import RunLog
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.sim.simulator import Event, GeoSimulation
+from atoll.platform.sim.simulator import GeoSimulation
 
 
 def sim(
@@ -95,14 +96,14 @@ def sim(
     task = progress.add_task("clocks", total=clocks, note="")
     with RunLog(out / "log.jsonl") as log, progress:
 
-        def record(event: Event) -> None:
+        def record(event: SimEvent) -> None:
             log.write(event)
-            if event["kind"] == "point":
+            if isinstance(event, TimelinePoint):
                 note = (
-                    f"acc {event['mean_accuracy']:.3f} | {event['wan_bytes'] / 1e6:.1f} MB | "
-                    f"t={event['time_s']:.1f} s virtual"
+                    f"acc {event.mean_accuracy:.3f} | {event.wan_bytes / 1e6:.1f} MB | "
+                    f"t={event.time_s:.1f} s virtual"
                 )
-                progress.update(task, completed=event["clock"], note=note)
+                progress.update(task, completed=event.clock, note=note)
 
         summary = GeoSimulation(job, compute_profile, on_event=record).run()
     write_json(out / "summary.json", summary)

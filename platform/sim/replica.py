@@ -9,9 +9,10 @@ from torch import nn
 
 from atoll.platform.data.datasets import Dataset
 from atoll.platform.model import build_model
+from atoll.platform.model.optim import OptimizerSpec
 from atoll.platform.site.batches import BatchPlan
 from atoll.platform.site.flat import FlatModel, shifted
-from atoll.platform.site.optim import OptimizerSpec, ShardOptimizer, scaled_step
+from atoll.platform.site.optim import ShardOptimizer, scaled_step
 
 
 class SiteReplica:

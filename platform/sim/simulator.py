@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from atoll.platform.core.errors import AtollError
+from atoll.platform.core.events import SimEvent, SimSiteDone, TimelinePoint
 from atoll.platform.data import load_dataset, partition_dataset
 from atoll.platform.geo.codec import encoded_size
 from atoll.platform.geo.job import GeoJob
@@ -28,8 +29,6 @@ from atoll.platform.sim.compute import ComputeProfile, compute_profile
 from atoll.platform.sim.events import EventQueue
 from atoll.platform.sim.network import SimulatedLink
 from atoll.platform.sim.replica import SiteReplica
-
-Event = dict[str, Any]
 
 
 class State(Enum):
@@ -61,7 +60,7 @@ class GeoSimulation:
         self,
         job: GeoJob,
         compute: str | ComputeProfile = "measured",
-        on_event: Callable[[Event], None] = lambda event: None,
+        on_event: Callable[[SimEvent], None] = lambda event: None,
     ) -> None:
         self.job = job
         self.on_event = on_event
@@ -168,7 +167,7 @@ class GeoSimulation:
             site.state = State.DONE
             self._evaluate(site, now)
             site.final_accuracy = evaluate(site.replica.flat.model, self.test).accuracy
-            self.on_event({"kind": "site_done", "site": site.name, "time_s": now})
+            self.on_event(SimSiteDone(site=site.name, time_s=now))
 
     def _send(self, site: SimSite, outbound: list[Outbound], now: float) -> None:
         for out in outbound:
@@ -186,16 +185,15 @@ class GeoSimulation:
         if point is None:
             return
         self.on_event(
-            {
-                "kind": "point",
-                "clock": point.clock,
-                "time_s": point.time_s,
-                "mean_accuracy": point.mean_accuracy,
-                "min_accuracy": point.min_accuracy,
-                "wan_bytes": point.wan_bytes,
-                "links": self._link_bytes(),
-                "stall_s": self._mean_stall(),
-            }
+            TimelinePoint(
+                clock=point.clock,
+                time_s=point.time_s,
+                mean_accuracy=point.mean_accuracy,
+                min_accuracy=point.min_accuracy,
+                wan_bytes=point.wan_bytes,
+                links=self._link_bytes(),
+                stall_s=self._mean_stall(),
+            )
         )
         target = self.job.target_accuracy
         if self.job.stop_at_target and target and point.mean_accuracy >= target:

@@ -16,10 +16,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
 
 from atoll.platform.core.errors import AtollError
+from atoll.platform.core.events import (
+    RankFailed,
+    RankMessage,
+    RankStats,
+    SiteEvent,
+    TrainingFinished,
+)
 from atoll.platform.site.checkpoint import CheckpointStore
 from atoll.platform.site.layout import SiteLayout
 from atoll.platform.site.rank import RankContext, rank_main
@@ -29,8 +36,6 @@ _POLL_S = 0.1
 _GRACE_S = 1.0  # after a failure, how long to wait for the root cause to surface
 _TERMINATE_S = 5.0
 
-Event = dict[str, Any]
-
 
 class SiteFailure(AtollError):
     """A rank died or failed; the message names it and the checkpoint to resume from."""
@@ -38,8 +43,8 @@ class SiteFailure(AtollError):
 
 @dataclass
 class SiteOutcome:
-    finished: Event  # rank 0's "finished" event
-    rank_stats: list[Event] = field(default_factory=list)
+    finished: TrainingFinished  # rank 0's
+    rank_stats: list[RankStats] = field(default_factory=list)
     stopped_by: str | None = None  # the signal that stopped the run early, if any
 
 
@@ -68,11 +73,11 @@ class SiteCluster:
             self._stopped_by = reason
         self._stop.set()
 
-    def run(self, on_event: Callable[[Event], None] = lambda event: None) -> SiteOutcome:
+    def run(self, on_event: Callable[[SiteEvent], None] = lambda event: None) -> SiteOutcome:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        events = self._mp.Queue()
+        events: mp.Queue[RankMessage] = self._mp.Queue()
         rendezvous_dir = Path(tempfile.mkdtemp(prefix="atoll-site-"))
-        processes = []
+        processes: list[BaseProcess] = []
         try:
             with self._signals_stop_the_site():
                 for rank in range(self.layout.world_size):
@@ -98,11 +103,14 @@ class SiteCluster:
             shutil.rmtree(rendezvous_dir, ignore_errors=True)
 
     def _watch(
-        self, processes: list, events: mp.Queue, on_event: Callable[[Event], None]
+        self,
+        processes: list[BaseProcess],
+        events: "mp.Queue[RankMessage]",
+        on_event: Callable[[SiteEvent], None],
     ) -> SiteOutcome:
-        finished: Event | None = None
-        stats: list[Event] = []
-        errors: dict[int, Event] = {}
+        finished: TrainingFinished | None = None
+        stats: list[RankStats] = []
+        errors: dict[int, RankFailed] = {}
         failed_at: float | None = None
         while True:
             if self._kill_now:
@@ -112,13 +120,12 @@ class SiteCluster:
             except queue.Empty:
                 event = None
             if event is not None:
-                kind = event["kind"]
-                if kind == "error":
-                    errors[event["rank"]] = event
-                elif kind == "rank_stats":
+                if isinstance(event, RankFailed):
+                    errors[event.rank] = event
+                elif isinstance(event, RankStats):
                     stats.append(event)
                 else:
-                    if kind == "finished":
+                    if isinstance(event, TrainingFinished):
                         finished = event
                     on_event(event)
                 continue  # drain the queue before looking at exit codes
@@ -133,18 +140,18 @@ class SiteCluster:
                     raise SiteFailure("all ranks exited but rank 0 reported no result")
                 return SiteOutcome(finished, stats, self._stopped_by)
 
-    def _explain_failure(self, codes: list[int | None], errors: dict[int, Event]) -> str:
+    def _explain_failure(self, codes: list[int | None], errors: dict[int, RankFailed]) -> str:
         killed = [(r, c) for r, c in enumerate(codes) if c is not None and c < 0]
         if killed:
             rank, code = killed[0]
             cause = f"{self.layout.describe(rank)} was killed by {signal.Signals(-code).name}"
         else:
             # A rank whose peer vanished reports a connection error; prefer the original fault.
-            own = [e for e in errors.values() if "closed by peer" not in e["message"].lower()]
-            first = (own or list(errors.values()) or [None])[0]
+            own = [e for e in errors.values() if "closed by peer" not in e.message.lower()]
+            first = next(iter(own or errors.values()), None)
             if first is not None:
-                cause = f"{self.layout.describe(first['rank'])} failed: {first['message']}"
-                (self.out_dir / "error.log").write_text(first["traceback"])
+                cause = f"{self.layout.describe(first.rank)} failed: {first.message}"
+                (self.out_dir / "error.log").write_text(first.traceback)
             else:
                 rank = next(r for r, c in enumerate(codes) if c not in (None, 0))
                 cause = f"{self.layout.describe(rank)} exited with code {codes[rank]}"
@@ -176,7 +183,7 @@ class SiteCluster:
                 signal.signal(s, handler)
 
 
-def _terminate(processes: list) -> None:
+def _terminate(processes: list[BaseProcess]) -> None:
     for p in processes:
         if p.is_alive():
             p.terminate()

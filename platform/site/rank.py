@@ -18,13 +18,25 @@ from datetime import timedelta
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
 from atoll.platform.core.errors import AtollError
+from atoll.platform.core.events import (
+    CheckpointSaved,
+    Evaluated,
+    GeoJoined,
+    GeoStats,
+    RankFailed,
+    RankMessage,
+    RankStarted,
+    RankStats,
+    StepDone,
+    TrainingFinished,
+    TrainingStarted,
+)
 from atoll.platform.data.datasets import Dataset, load_dataset
 from atoll.platform.model import Evaluation, build_model, evaluate, model_signature
 from atoll.platform.site.barrier import BSPBarrier
@@ -69,14 +81,12 @@ class Shard:
     mirror: GeoMirror | None = None  # in a geo job: this shard's link to its mirrors
 
 
-def rank_main(ctx: RankContext, events: Queue, stop: Event) -> None:
+def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> None:
     """Process entry point: runs the rank and reports any failure to the parent."""
     try:
         _die_with_site(ctx.site_pid)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to stop
-        events.put(
-            {"kind": "rank_started", "time": time.time(), "rank": ctx.rank, "pid": os.getpid()}
-        )
+        events.put(RankStarted(time=time.time(), rank=ctx.rank, pid=os.getpid()))
         torch.set_num_threads(ctx.threads)
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # every rank of a site runs on this host
         dist.init_process_group(
@@ -90,12 +100,12 @@ def rank_main(ctx: RankContext, events: Queue, stop: Event) -> None:
         dist.destroy_process_group()
     except BaseException as e:
         events.put(
-            {
-                "kind": "error",
-                "rank": ctx.rank,
-                "message": f"{type(e).__name__}: {e}".strip(),
-                "traceback": traceback.format_exc(),
-            }
+            RankFailed(
+                time=time.time(),
+                rank=ctx.rank,
+                message=f"{type(e).__name__}: {e}".strip(),
+                traceback=traceback.format_exc(),
+            )
         )
         sys.exit(1)
 
@@ -132,7 +142,7 @@ def _die_with_site(site_pid: int) -> None:
 
 
 class SiteRank:
-    def __init__(self, ctx: RankContext, events: Queue, stop: Event) -> None:
+    def __init__(self, ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> None:
         self.ctx, self.events, self.stop = ctx, events, stop
         job = ctx.job
         data = load_dataset(job.dataset, job.data_dir)
@@ -185,7 +195,14 @@ class SiteRank:
         step = self._restore()
         if self.ctx.job.geo is not None:
             step = self._join_geo(step)
-        self._emit("started", step=step, total_steps=self.total_steps, params=self.flat.num_params)
+        self._emit(
+            TrainingStarted(
+                time=time.time(),
+                step=step,
+                total_steps=self.total_steps,
+                params=self.flat.num_params,
+            )
+        )
         for work in self._distribute_params():  # initial or restored parameters
             _wait(work, f"rank {self.rank} received no initial parameters")
         step, stopped, step_times = self._train(step)
@@ -193,13 +210,14 @@ class SiteRank:
             self._checkpoint(step)
         if self.ctx.job.geo is not None:
             self._leave_geo(stopped)
-        stats = {
-            "rank": self.rank,
-            "barrier_wait_s": sum(s.barrier.total_wait_s for s in self.shards),
-            "compute_s": self.compute_s,
-            "exchange_s": self.exchange_s,
-        }
-        self.events.put({"kind": "rank_stats", **stats})
+        stats = RankStats(
+            time=time.time(),
+            rank=self.rank,
+            barrier_wait_s=sum(s.barrier.total_wait_s for s in self.shards),
+            compute_s=self.compute_s,
+            exchange_s=self.exchange_s,
+        )
+        self.events.put(stats)
         if self.rank != 0:
             return
         evaluation = None
@@ -212,14 +230,16 @@ class SiteRank:
         warmup = min(_WARMUP_STEPS, len(step_times) // 10)
         steady = step_times[warmup:]
         self._emit(
-            "finished",
-            step=step,
-            stopped=stopped,
-            train_s=sum(step_times),
-            steady_steps=len(steady),
-            steady_step_s=sum(steady) / len(steady) if steady else None,
-            test_accuracy=evaluation.accuracy if evaluation else None,
-            test_loss=evaluation.loss if evaluation else None,
+            TrainingFinished(
+                time=time.time(),
+                step=step,
+                stopped=stopped,
+                train_s=sum(step_times),
+                steady_steps=len(steady),
+                steady_step_s=sum(steady) / len(steady) if steady else None,
+                test_accuracy=evaluation.accuracy if evaluation else None,
+                test_loss=evaluation.loss if evaluation else None,
+            )
         )
 
     def _train(self, step: int) -> tuple[int, bool, list[float]]:
@@ -233,7 +253,8 @@ class SiteRank:
             self._exchange(step)
             step += 1
             step_times.append(time.perf_counter() - start)
-            self._emit("step", step=step, loss=loss, epoch=self.plan.epoch_of(step - 1))
+            epoch = self.plan.epoch_of(step - 1)
+            self._emit(StepDone(time=time.time(), step=step, loss=loss, epoch=epoch))
             if step % self.ctx.job.checkpoint_every == 0:
                 self._checkpoint(step)
             if step % self.eval_every == 0 and step < self.total_steps:
@@ -339,9 +360,7 @@ class SiteRank:
         for shard in self.shards:
             shard.mirror.policy.clock = max(shard.mirror.policy.clock, int(clock))
             shard.barrier.clock = int(clock)
-        self.events.put(
-            {"kind": "geo_joined", "rank": self.rank, "clock": int(clock), "time": time.time()}
-        )
+        self.events.put(GeoJoined(time=time.time(), rank=self.rank, clock=int(clock)))
         return int(clock)
 
     def _leave_geo(self, stopped: bool) -> None:
@@ -355,15 +374,8 @@ class SiteRank:
             _wait(work, f"rank {self.rank} received no final parameters")
 
     def _emit_geo(self, shard: Shard) -> None:
-        self.events.put(
-            {
-                "kind": "geo",
-                "rank": self.rank,
-                "shard": shard.index,
-                "time": time.time(),
-                **shard.mirror.stats(),
-            }
-        )
+        stats = {"time": time.time(), "rank": self.rank, "shard": shard.index}
+        self.events.put(GeoStats.model_validate({**stats, **shard.mirror.stats()}))
 
     def _distribute_params(self) -> list[dist.Work]:
         return self._distribute(self.flat.params, _PARAM_TAG)
@@ -432,19 +444,22 @@ class SiteRank:
                     "model_signature": model_signature(self.model),
                 },
             )
-            self._emit("checkpoint", step=step)
+            self._emit(CheckpointSaved(time=time.time(), step=step))
 
     def _emit_eval(self, step: int, data: Dataset) -> Evaluation:
         result = evaluate(self.model, data)
         self._emit(
-            "eval",
-            step=step,
-            test_accuracy=result.accuracy,
-            test_loss=result.loss,
-            samples=len(data),
+            Evaluated(
+                time=time.time(),
+                step=step,
+                test_accuracy=result.accuracy,
+                test_loss=result.loss,
+                samples=len(data),
+            )
         )
         return result
 
-    def _emit(self, kind: str, **fields: Any) -> None:
+    def _emit(self, event: RankMessage) -> None:
+        """Rank 0 speaks for the site."""
         if self.rank == 0:
-            self.events.put({"kind": kind, "time": time.time(), **fields})
+            self.events.put(event)

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from atoll.platform.core.errors import AtollError
+from atoll.platform.core.events import SiteEvent, TrainingFailed, TrainingStarted
 from atoll.platform.core.files import write_json
 from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.core.runlog import RunLog
 from atoll.platform.data import check_dataset
-from atoll.platform.site.cluster import Event, SiteCluster, SiteFailure
+from atoll.platform.site.cluster import SiteCluster, SiteFailure
 from atoll.platform.site.spec import SiteJob
 
 
@@ -42,48 +43,52 @@ def train_site(
     *,
     resume: bool = False,
     overwrite: bool = False,
-    on_event: Callable[[Event], None] = lambda event: None,
+    on_event: Callable[[SiteEvent], None] = lambda event: None,
     cluster: SiteCluster | None = None,
 ) -> dict[str, Any]:
     """Train one site to the end (or to a requested stop); returns what summary.json holds."""
     prepare_run_dir(out_dir, job, resume=resume, overwrite=overwrite)
     cluster = cluster or SiteCluster(job, out_dir, resume=resume)
     wall_start = time.time()
-    seen: dict[str, Event] = {}
+    starts: list[TrainingStarted] = []
 
     with RunLog(out_dir / "log.jsonl") as log:
 
-        def relay(event: Event) -> None:
-            seen.setdefault(event["kind"], event)
+        def relay(event: SiteEvent) -> None:
+            if isinstance(event, TrainingStarted):
+                starts.append(event)
             log.write(event)
             on_event(event)
 
         try:
             outcome = cluster.run(relay)
         except SiteFailure as e:
-            log.write({"kind": "failed", "time": time.time(), "message": str(e)})
+            log.write(TrainingFailed(time=time.time(), message=str(e)))
             raise
 
-    started, finished = seen["started"], outcome.finished
-    steps_run = finished["step"] - started["step"]
+    if not starts:
+        raise SiteFailure("rank 0 finished without saying it had started")
+    started, finished = starts[0], outcome.finished
+    steps_run = finished.step - started.step
     global_batch = job.batch_size * job.workers
-    rank0 = next((s for s in outcome.rank_stats if s["rank"] == 0), {})
+    rank0 = next((s for s in outcome.rank_stats if s.rank == 0), None)
+    steady_step_s = finished.steady_step_s
     summary = {
-        "status": "stopped" if finished["stopped"] else "completed",
-        "stopped_by": outcome.stopped_by if finished["stopped"] else None,
-        "test_accuracy": finished["test_accuracy"],
-        "test_loss": finished["test_loss"],
-        "samples_per_s": global_batch / finished["steady_step_s"] if steps_run else 0.0,
-        "samples_per_s_measured_over_steps": finished["steady_steps"],
-        "steps": finished["step"],
-        "total_steps": started["total_steps"],
-        "resumed_from_step": started["step"] if resume else None,
+        "status": "stopped" if finished.stopped else "completed",
+        "stopped_by": outcome.stopped_by if finished.stopped else None,
+        "test_accuracy": finished.test_accuracy,
+        "test_loss": finished.test_loss,
+        "samples_per_s": global_batch / steady_step_s if steps_run and steady_step_s else 0.0,
+        "samples_per_s_measured_over_steps": finished.steady_steps,
+        "steps": finished.step,
+        "total_steps": started.total_steps,
+        "resumed_from_step": started.step if resume else None,
         "wall_s": time.time() - wall_start,
-        "train_s": finished["train_s"],
-        "compute_s": rank0.get("compute_s"),
-        "exchange_s": rank0.get("exchange_s"),
-        "barrier_wait_s": sum(s["barrier_wait_s"] for s in outcome.rank_stats),
-        "params": started["params"],
+        "train_s": finished.train_s,
+        "compute_s": rank0.compute_s if rank0 else None,
+        "exchange_s": rank0.exchange_s if rank0 else None,
+        "barrier_wait_s": sum(s.barrier_wait_s for s in outcome.rank_stats),
+        "params": started.params,
         "threads_per_rank": cluster.threads_per_rank,
         "config": job.model_dump(mode="json"),
         "versions": {"atoll": version("atoll"), "torch": version("torch")},

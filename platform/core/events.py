@@ -1,0 +1,295 @@
+"""What runs report as they go: one typed model per kind of event.
+
+Three logs hold them, one JSON object a line (runlog.py writes and reads them):
+- a site's `log.jsonl` (`atoll site run`): its ranks' events, relayed by the site's
+  parent process, and `failed` when the site stops on an error;
+- a geo job's `log.jsonl` (`atoll train --sites N`): what the launcher did to its sites;
+- a simulation's `log.jsonl` (`atoll sim`): the accuracy timeline, in virtual time.
+`error` and `rank_stats` go only from a rank to its site's parent, and `progress` only
+from the launcher to its caller; neither is written to a log.
+
+Every event names its kind in `kind`, the field readers dispatch on. Field names are
+those the logs have always had: a log written before these models parses with them.
+Fields a reader does not know are ignored, so an older Atoll reads a newer log.
+"""
+
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, TypeGuard, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
+
+
+class EventModel(BaseModel):
+    """What every event is."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+# -- a site's ranks ------------------------------------------------------------------
+
+
+class RankStarted(EventModel):
+    kind: Literal["rank_started"] = "rank_started"
+    time: float
+    rank: int
+    pid: int
+
+
+class GeoJoined(EventModel):
+    """A rank's shards reached their mirrors; `clock` is where the site goes on from."""
+
+    kind: Literal["geo_joined"] = "geo_joined"
+    time: float
+    rank: int
+    clock: int
+
+
+class TrainingStarted(EventModel):
+    kind: Literal["started"] = "started"
+    time: float
+    step: int  # 0, or the step a resumed run goes on from
+    total_steps: int
+    params: int
+
+
+class StepDone(EventModel):
+    kind: Literal["step"] = "step"
+    time: float
+    step: int  # clocks done
+    loss: float  # of worker 0's batch
+    epoch: int
+
+
+class CheckpointSaved(EventModel):
+    kind: Literal["checkpoint"] = "checkpoint"
+    time: float
+    step: int
+
+
+class Evaluated(EventModel):
+    kind: Literal["eval"] = "eval"
+    time: float
+    step: int
+    test_accuracy: float
+    test_loss: float
+    samples: int = 0  # test samples evaluated on (absent in the oldest logs)
+
+
+# Counters that only some geo policies keep: left out of the JSON when a policy lacks them.
+_POLICY_COUNTERS = frozenset(
+    {
+        "threshold",
+        "sent_elements",
+        "applied_elements",
+        "pending_accumulator_l1",
+        "lookaheads",
+        "mean_undelivered_mirror_clocks",
+        "rounds",
+    }
+)
+
+
+class GeoStats(EventModel):
+    """One shard's geo policy and WAN links, cumulative since this run of the site began
+    (a restarted site starts counting again)."""
+
+    kind: Literal["geo"] = "geo"
+    time: float
+    rank: int
+    shard: int
+    policy: str
+    clock: int
+    stall_s: float = Field(description="time this shard's policy held the site's clocks")
+    bytes_sent: int
+    links: dict[str, int] = Field(description="'site->peer' -> bytes sent on that link")
+    reconnects: int = 0
+    decode_errors: int = 0
+    protocol_errors: int = 0
+    last_protocol_error: str | None = None
+    unacknowledged_at_close: str | None = None
+    # asp
+    threshold: float | None = None
+    sent_elements: int | None = None
+    applied_elements: int | None = None
+    pending_accumulator_l1: float | None = None
+    lookaheads: int | None = None
+    mean_undelivered_mirror_clocks: float | None = None
+    # bsp, lan, fedavg, diloco
+    rounds: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_counters_the_policy_lacks(
+        self, handler: SerializerFunctionWrapHandler
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None or k not in _POLICY_COUNTERS}
+
+
+class TrainingFinished(EventModel):
+    kind: Literal["finished"] = "finished"
+    time: float
+    step: int
+    stopped: bool  # stopped early on request (with a checkpoint), not trained to the end
+    train_s: float = 0.0  # seconds of clocks, without checkpoints and evaluations
+    steady_steps: int = 0  # clocks after the warm-up, over which steady_step_s is measured
+    steady_step_s: float | None = None
+    test_accuracy: float | None = None  # on the whole test set; None when stopped
+    test_loss: float | None = None
+
+
+class TrainingFailed(EventModel):
+    kind: Literal["failed"] = "failed"
+    time: float
+    message: str
+
+
+class RankFailed(EventModel):
+    kind: Literal["error"] = "error"
+    time: float
+    rank: int
+    message: str
+    traceback: str
+
+
+class RankStats(EventModel):
+    kind: Literal["rank_stats"] = "rank_stats"
+    time: float
+    rank: int
+    barrier_wait_s: float
+    compute_s: float
+    exchange_s: float
+
+
+# -- the local launcher of a geo job ---------------------------------------------------
+
+
+class SiteLaunched(EventModel):
+    kind: Literal["site_started"] = "site_started"
+    time: float
+    site: str
+    pid: int
+    resume: bool
+
+
+class SiteDied(EventModel):
+    kind: Literal["site_died"] = "site_died"
+    time: float
+    site: str
+    how: str
+    restarting: bool
+
+
+class SiteAbandoned(EventModel):
+    """Still rejoining when every other site had finished: the job ends without it."""
+
+    kind: Literal["site_abandoned"] = "site_abandoned"
+    time: float
+    site: str
+
+
+class SiteProgressed(EventModel):
+    kind: Literal["progress"] = "progress"
+    time: float
+    site: str
+    clock: int
+    accuracy: float | None
+    wan_bytes: int
+    stall_s: float
+
+
+# -- the simulator (virtual time) ----------------------------------------------------------
+
+
+class SimSiteDone(EventModel):
+    kind: Literal["site_done"] = "site_done"
+    site: str
+    time_s: float
+
+
+class TimelinePoint(EventModel):
+    """Every site has reported its accuracy at `clock`."""
+
+    kind: Literal["point"] = "point"
+    clock: int
+    time_s: float
+    mean_accuracy: float
+    min_accuracy: float
+    wan_bytes: int
+    links: dict[str, int]
+    stall_s: float  # mean over the sites
+
+
+SiteEvent = (
+    RankStarted
+    | GeoJoined
+    | TrainingStarted
+    | StepDone
+    | CheckpointSaved
+    | Evaluated
+    | GeoStats
+    | TrainingFinished
+    | TrainingFailed
+)
+RankMessage = (
+    RankStarted
+    | GeoJoined
+    | TrainingStarted
+    | StepDone
+    | CheckpointSaved
+    | Evaluated
+    | GeoStats
+    | TrainingFinished
+    | RankFailed
+    | RankStats
+)
+LaunchEvent = SiteLaunched | SiteDied | SiteAbandoned | SiteProgressed
+SimEvent = SimSiteDone | TimelinePoint
+RunEvent = SiteEvent | RankFailed | RankStats | LaunchEvent | SimEvent
+
+_ANY_EVENT: TypeAdapter[RunEvent] = TypeAdapter(Annotated[RunEvent, Field(discriminator="kind")])
+E = TypeVar("E", bound=EventModel)
+
+
+class MalformedEvent(ValueError):
+    """A log line that is no event this version knows; the message says why."""
+
+
+def parse_event(line: str | bytes) -> RunEvent:
+    """One log line as its event; raises MalformedEvent for anything else."""
+    try:
+        return _ANY_EVENT.validate_json(line)
+    except ValidationError as e:
+        problem = e.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise MalformedEvent(f"{where or 'line'}: {problem['msg']}") from e
+
+
+def of_kind(events: Iterable[RunEvent], kind: type[E]) -> list[E]:
+    """The events of one kind, in order."""
+    return [e for e in events if isinstance(e, kind)]
+
+
+_SITE_EVENTS = (
+    RankStarted,
+    GeoJoined,
+    TrainingStarted,
+    StepDone,
+    CheckpointSaved,
+    Evaluated,
+    GeoStats,
+    TrainingFinished,
+    TrainingFailed,
+)
+
+
+def is_site_event(event: RunEvent) -> TypeGuard[SiteEvent]:
+    """An event a site's log holds (rather than a launcher's or a simulation's)."""
+    return isinstance(event, _SITE_EVENTS)
