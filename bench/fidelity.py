@@ -18,10 +18,10 @@ from rich.table import Table
 from atoll.platform.core.files import write_json
 from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.launch import GeoLaunch
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.sim.compute import ComputeProfile
 from atoll.platform.sim.simulator import GeoSimulation
+from atoll.platform.site.launch import GeoLaunch
 
 TIME_TOLERANCE = 0.20
 BYTES_TOLERANCE = 0.05

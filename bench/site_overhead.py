@@ -16,8 +16,9 @@ from rich.table import Table
 
 from atoll.platform.core.files import write_json
 from atoll.platform.data import load_dataset
-from atoll.platform.site import SiteJob, train_site
 from atoll.platform.site.reference import train_single_process
+from atoll.platform.site.run import train_site
+from atoll.platform.site.spec import SiteJob
 
 TARGET_RATIO = 0.95
 _WARMUP_STEPS = 20

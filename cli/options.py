@@ -9,7 +9,7 @@ import typer
 from atoll.platform.data import DATASETS
 from atoll.platform.geo.spec import POLICIES, GeoSpec
 from atoll.platform.model import MODELS
-from atoll.platform.site import OptimizerSpec
+from atoll.platform.model.optim import OptimizerSpec
 
 DatasetName = Enum("DatasetName", {name: name for name in DATASETS}, type=str)
 ModelName = Enum("ModelName", {name: name for name in MODELS}, type=str)

@@ -6,7 +6,8 @@ import typer
 
 from atoll.cli.train import EXIT_ON_SIGNAL
 from atoll.platform.core.errors import AtollError
-from atoll.platform.site import SiteJob, train_site
+from atoll.platform.site.run import train_site
+from atoll.platform.site.spec import SiteJob
 
 app = typer.Typer(help="One site of a job: what an edge agent runs.", no_args_is_help=True)
 

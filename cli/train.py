@@ -4,7 +4,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,13 +14,22 @@ from rich.table import Table
 
 from atoll.cli import options as o
 from atoll.platform.core.errors import AtollError
+from atoll.platform.core.events import (
+    Evaluated,
+    LaunchEvent,
+    SiteDied,
+    SiteEvent,
+    SiteProgressed,
+    StepDone,
+    TrainingStarted,
+)
 from atoll.platform.core.files import write_json
 from atoll.platform.core.plots import plot_timelines
 from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.launch import GeoLaunch
-from atoll.platform.site import SiteJob, train_site
-from atoll.platform.site.cluster import Event
+from atoll.platform.site.launch import GeoLaunch
+from atoll.platform.site.run import train_site
+from atoll.platform.site.spec import SiteJob
 
 EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -210,17 +219,16 @@ class SiteBoard:
 
     def __init__(self, job: GeoJob) -> None:
         self.job = job
-        self.rows: dict[str, dict[str, Any]] = {}
+        self.rows: dict[str, SiteProgressed] = {}
         self.notes: list[str] = []
         self.live: Live | None = None
 
-    def update(self, event: Event) -> None:
-        kind = event["kind"]
-        if kind == "progress":
-            self.rows[event["site"]] = event
-        elif kind == "site_died":
-            then = "restarting to rejoin" if event["restarting"] else "not restarting"
-            self.notes.append(f"{event['site']} {event['how']}; {then}")
+    def update(self, event: LaunchEvent) -> None:
+        if isinstance(event, SiteProgressed):
+            self.rows[event.site] = event
+        elif isinstance(event, SiteDied):
+            then = "restarting to rejoin" if event.restarting else "not restarting"
+            self.notes.append(f"{event.site} {event.how}; {then}")
         if self.live is not None:
             self.live.update(self.render())
 
@@ -231,13 +239,13 @@ class SiteBoard:
         for column in ("site", "clock", "accuracy", "MB sent", "stall s"):
             table.add_column(column, justify="left" if column == "site" else "right")
         for name, row in sorted(self.rows.items()):
-            accuracy = "" if row["accuracy"] is None else f"{row['accuracy']:.3f}"
+            accuracy = "" if row.accuracy is None else f"{row.accuracy:.3f}"
             table.add_row(
                 name,
-                f"{row['clock']}/{self.job.clocks}",
+                f"{row.clock}/{self.job.clocks}",
                 accuracy,
-                f"{row['wan_bytes'] / 1e6:.1f}",
-                f"{row['stall_s']:.1f}",
+                f"{row.wan_bytes / 1e6:.1f}",
+                f"{row.stall_s:.1f}",
             )
         return table
 
@@ -264,17 +272,14 @@ class TrainingProgress:
         if self.progress.live.is_started:
             self.progress.stop()
 
-    def update(self, event: Event) -> None:
-        kind = event["kind"]
-        if kind == "started":  # shown once training starts, so a failed start prints only its error
+    def update(self, event: SiteEvent) -> None:
+        if isinstance(event, TrainingStarted):
+            # Shown once training starts, so a failed start prints only its error.
             self.progress.start()
             self.progress.update(
-                self.task,
-                description="training",
-                total=event["total_steps"],
-                completed=event["step"],
+                self.task, description="training", total=event.total_steps, completed=event.step
             )
-        elif kind == "step":
-            self.progress.update(self.task, completed=event["step"], loss=event["loss"])
-        elif kind == "eval":
-            self.progress.update(self.task, note=f"test acc {event['test_accuracy']:.3f}")
+        elif isinstance(event, StepDone):
+            self.progress.update(self.task, completed=event.step, loss=event.loss)
+        elif isinstance(event, Evaluated):
+            self.progress.update(self.task, note=f"test acc {event.test_accuracy:.3f}")

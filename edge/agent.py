@@ -3,69 +3,69 @@ of each job as an `atoll site run` process, follows its log, and tells the other
 the control plane (status and telemetry over Redis), the registry (class priors and
 accuracy), everyone (a heartbeat).
 
-The main thread owns the state and the site processes; Redis and the registry each
-have a thread of their own, so neither being away holds anything else up. On SIGTERM
-the agent shows itself draining, lets the site finish its clock and checkpoint,
-records the job as stopped, and exits; started again, it resumes the job from that
-checkpoint. Killed outright, it takes its site with it, and resumes the same way.
+Every decision is the core's (core.py): this loop feeds it what happens (commands,
+what the sites log, their exits, signals, the time) and carries out the effects it
+returns, in order, without second-guessing them. The main thread owns the core and
+the site processes; Redis and the registry each have a thread of their own, so
+neither being away holds anything else up. On SIGTERM the agent shows itself
+draining, lets the site finish its clock and checkpoint, records the job as
+stopped, and exits; started again, it resumes the job from that checkpoint. Killed
+outright, it takes its site with it, and resumes the same way.
 """
 
 import logging
 import queue
-import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from uuid import uuid4
 
 from atoll.edge.bus_link import BusLink
 from atoll.edge.config import EdgeSettings
-from atoll.edge.progress import SiteProgress
+from atoll.edge.core import AgentCore, Limits
 from atoll.edge.registry_link import RegistryLink
-from atoll.edge.site_process import LogTail, SiteProcess, kill_stale
-from atoll.edge.state import AgentFile, LocalJob, StateDir
-from atoll.edge.supervisor import after_exit
+from atoll.edge.state import StateDir
+from atoll.edge.steps import (
+    Abort,
+    Ack,
+    CommandArrived,
+    Effect,
+    Input,
+    Kill,
+    Launch,
+    Launched,
+    Moment,
+    Note,
+    Recover,
+    RegistryJoined,
+    ReportToRegistry,
+    SaveLedger,
+    SaveState,
+    SendTelemetry,
+    SignalReceived,
+    SiteEnded,
+    SiteLogged,
+    Stop,
+    Tick,
+    WriteJobFiles,
+)
 from atoll.platform.control.bus.connection import Bus
 from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.bus.messages import (
-    AgentStatus,
-    AppliedCommand,
-    Beat,
-    Command,
-    JobReport,
-    Outcome,
-    Telemetry,
-)
+from atoll.platform.control.bus.messages import AgentStatus, Beat
+from atoll.platform.site.supervise import SiteProcess, kill_stale
 
 log = logging.getLogger("atoll.edge")
 _TICK_S = 0.2
 _FLUSH_S = 5.0  # at exit, how long to wait for the last status to reach Redis
-_REPORTED_JOBS = 20  # finished jobs still listed in status reports
-RESUMABLE_STOPS = ("drain", "shutdown", "remove")
 EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
+_LEVELS = {"info": logging.INFO, "warning": logging.WARNING}
 
 
-@dataclass
-class Running:
-    process: SiteProcess
-    last_step_sample: float = 0.0
-    stop_deadline: float = float("inf")  # a site asked to stop is killed if it has not by then
-
-    def stop(self, timeout_s: float) -> None:
-        self.process.stop()
-        self.stop_deadline = min(self.stop_deadline, time.monotonic() + timeout_s)
-
-
-@dataclass
-class Tracked:
-    """A job's log and what it says, for every job the agent knows."""
-
-    tail: LogTail
-    progress: SiteProgress = field(default_factory=SiteProgress)
+def _now() -> Moment:
+    return Moment(mono=time.monotonic(), wall=time.time())
 
 
 class EdgeAgent:
@@ -73,24 +73,25 @@ class EdgeAgent:
         self.settings = settings
         self.site = settings.name
         self.dirs = StateDir(settings.state_dir)
-        self.file: AgentFile = self.dirs.load()
-        self.ledger = self.dirs.load_ledger()
         self.incarnation = uuid4().hex
         self.bus = Bus(settings.redis_url.get_secret_value(), BusKeys(settings.redis_prefix))
         self.link = BusLink(self.bus, self.site, settings.heartbeat_s, settings.telemetry_maxlen)
+        file = self.dirs.load()
         self.registry = (
-            RegistryLink(settings, self.dirs, self.file.registry_id)
-            if settings.registry_url
-            else None
+            RegistryLink(settings, self.dirs, file.registry_id) if settings.registry_url else None
         )
-        self.running: dict[str, Running] = {}
-        self.tracked: dict[str, Tracked] = {}
-        self.signal: str | None = None
-        self.shutting_down = False
+        limits = Limits(
+            max_restarts=settings.max_restarts,
+            stop_timeout_s=settings.stop_timeout_s,
+            telemetry_interval_s=settings.telemetry_interval_s,
+            registry=self.registry is not None,
+        )
+        self.core = AgentCore(self.site, limits, file, self.dirs.load_ledger())
+        self.sites: dict[str, SiteProcess] = {}  # every job's site, running or not
+        self._signals: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._seq = 0
         self._last_status: AgentStatus | None = None
         self._stop_threads = threading.Event()
-        self._kill_now = False
 
     # -- the loop --------------------------------------------------------------------
 
@@ -106,17 +107,15 @@ class EdgeAgent:
             log.info("agent %s up (%s)", self.site, self.settings.state_dir)
             try:
                 self._recover()
-                while not (self.shutting_down and not self.running):
-                    if self.signal and not self.shutting_down:
-                        self._begin_shutdown()
-                    if self._kill_now:
-                        self._kill_sites()
+                while not self.core.done:
+                    self._take_signals()
                     self._take_commands(_TICK_S)
+                    self._feed(Tick(_now()))
                     self._supervise()
                     self._share_status()
             finally:
-                self.shutting_down = True  # nothing is started again from here on
-                self._kill_sites()
+                self._feed(Abort(_now()))  # nothing is started again from here on
+                self._supervise()
                 self._share_status()
                 deadline = time.monotonic() + _FLUSH_S
                 while not self.link.flushed() and time.monotonic() < deadline:
@@ -125,12 +124,11 @@ class EdgeAgent:
                 for thread in threads:
                     thread.join(timeout=_FLUSH_S)
                 self.bus.close()
-        return EXIT_ON_SIGNAL.get(self.signal or "", 0)
+        return EXIT_ON_SIGNAL.get(self.core.signal or "", 0)
 
     def request_stop(self, reason: str) -> None:
-        if self.signal is not None and reason == "SIGINT":
-            self._kill_now = True  # a second Ctrl-C: do not wait for the clock to end
-        self.signal = self.signal or reason
+        """Safe from a signal handler: the loop hands it to the core at its next turn."""
+        self._signals.put(reason)
 
     @contextmanager
     def _signals_stop(self) -> Iterator[None]:
@@ -148,46 +146,17 @@ class EdgeAgent:
             for s, handler in previous.items():
                 signal.signal(s, handler)
 
-    def _begin_shutdown(self) -> None:
-        """Drain: every site finishes its clock and checkpoints; their jobs resume next start."""
-        self.shutting_down = True
-        log.info("%s: stopping at the next clock boundary (%s)", self.site, self.signal)
-        for job_id, running in self.running.items():
-            job = self.file.jobs[job_id]
-            job.stop_reason = job.stop_reason or "shutdown"
-            running.stop(self.settings.stop_timeout_s)
-        self._save()
-
-    def _kill_sites(self) -> None:
-        for job_id, running in list(self.running.items()):
-            running.process.kill()
-            self._supervise_one(job_id, running)
-
-    # -- recovery ----------------------------------------------------------------------
-
     def _recover(self) -> None:
-        """Pick up where the last incarnation left off: rebuild each job's progress from its
-        log; resume what was running (killed with the agent) or stopped by a shutdown."""
-        for job_id, job in self.file.jobs.items():
-            tracked = Tracked(LogTail(self.dirs.run_dir(job_id) / "log.jsonl"))
-            for event in tracked.tail.read():
-                tracked.progress.apply(event)
-            self.tracked[job_id] = tracked
-            resume = job.active or (job.state == "stopped" and job.stop_reason == "shutdown")
-            if not resume:
-                continue
+        """Kill what an earlier agent left running (its children die with it, normally),
+        then hand the core every job's log."""
+        for job_id, job in self.core.file.jobs.items():
             kill_stale(job.pid, self.dirs.run_dir(job_id))
-            if job.stop_reason == "cancel":
-                job.state = "cancelled"  # it was being cancelled when the agent died
-            elif self.file.draining or self.file.removed:
-                job.state, job.stop_reason = "stopped", job.stop_reason or "drain"
-            else:
-                log.info("%s: resuming job %s from its checkpoint", self.site, job_id)
-                job.restarts += 1
-                self._launch(job, resume=True)
-        self._save()
+        logs = {job_id: self._site(job_id).log.read() for job_id in self.core.file.jobs}
+        self._feed(Recover(logs, _now()))
 
-    # -- commands ----------------------------------------------------------------------
+    def _take_signals(self) -> None:
+        while not self._signals.empty():
+            self._feed(SignalReceived(self._signals.get(), _now()))
 
     def _take_commands(self, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
@@ -196,291 +165,90 @@ class EdgeAgent:
                 entry_id, command = self.link.commands.get(timeout=left)
             except queue.Empty:
                 return
-            self.apply(entry_id, command)
-
-    def apply(self, entry_id: str, command: Command | None) -> None:
-        """Apply a command once, however often it is delivered, then acknowledge it."""
-        if command is None or command.site != self.site:
-            self.link.ack(entry_id)  # unreadable, or not for this site: never will be
-            return
-        if self.ledger.seen(command.id) is not None:
-            self.dirs.save_ledger(self.ledger)  # the duplicate count
-            self.link.ack(entry_id)
-            return
-        handlers: dict[str, Callable[[Command], tuple[Outcome, str]]] = {
-            "start_job": self._start_job,
-            "cancel_job": self._cancel_job,
-            "drain": self._drain,
-            "activate": self._activate,
-            "remove": self._remove,
-        }
-        outcome, detail = handlers[command.kind](command)
-        log.info("%s: %s %s: %s %s", self.site, command.kind, command.id, outcome, detail)
-        self.ledger.record(AppliedCommand(
-            id=command.id, kind=command.kind, outcome=outcome, detail=detail, at=time.time()
-        ))  # fmt: skip
-        self.dirs.save_ledger(self.ledger)  # before the ack: what was acknowledged is in it
-        self.link.ack(entry_id)
-
-    def _start_job(self, command: Command) -> tuple[Outcome, str]:
-        job_id, start = command.job_id, command.start
-        if job_id is None or start is None:
-            return "refused", "a start_job command needs a job id and its start"
-        if job_id in self.file.jobs:
-            return "ignored", f"job {job_id} is already {self.file.jobs[job_id].state} here"
-        if self.file.removed:
-            return "refused", "this site was removed; activate it first"
-        busy = next((j for j in self.file.jobs.values() if j.active), None)
-        if busy is not None:
-            return "refused", f"busy with job {busy.job_id}"
-        s = self.settings
-        self.dirs.write_job(
-            job_id, self.site, start.site_job, start.secret, start.tls, s.data_dir, s.threads
-        )
-        job = LocalJob(
-            job_id=job_id,
-            name=start.job_name,
-            state="starting",
-            created_at=time.time(),
-            class_priors=start.class_priors,
-            samples=start.samples,
-            model_signature=start.model_signature,
-            clocks=start.clocks,
-        )
-        self.file.jobs[job_id] = job
-        self.tracked[job_id] = Tracked(LogTail(self.dirs.run_dir(job_id) / "log.jsonl"))
-        if self.file.draining or self.shutting_down:
-            job.state, job.stop_reason = "stopped", "drain" if self.file.draining else "shutdown"
-            self._save()
-            return "applied", "stopped: the site is draining; it starts when activated"
-        self._launch(job, resume=False)
-        self._save()
-        return "applied", "started"
-
-    def _cancel_job(self, command: Command) -> tuple[Outcome, str]:
-        job_id = command.job_id or ""
-        job = self.file.jobs.get(job_id)
-        if job is None:
-            # Remembered, so that a start that arrives late is not taken up.
-            self.file.jobs[job_id] = LocalJob(
-                job_id=job_id, state="cancelled", created_at=time.time(), message="cancelled"
-            )
-            self._save()
-            return "applied", "cancelled before it started"
-        if job.state in ("finished", "failed", "cancelled"):
-            return "ignored", f"job {job_id} is already {job.state}"
-        if job_id in self.running:
-            job.stop_reason = "cancel"
-            self.running[job_id].stop(self.settings.stop_timeout_s)
-            self._save()
-            return "applied", "stopping at the next clock"
-        job.state, job.stop_reason = "cancelled", "cancel"
-        self._save()
-        return "applied", "cancelled"
-
-    def _drain(self, _command: Command) -> tuple[Outcome, str]:
-        if self.file.draining:
-            return "ignored", "already draining"
-        self.file.draining = True
-        self._stop_all("drain")
-        return "applied", "draining"
-
-    def _remove(self, _command: Command) -> tuple[Outcome, str]:
-        if self.file.removed:
-            return "ignored", "already removed"
-        self.file.removed = self.file.draining = True
-        self._stop_all("remove")
-        return "applied", "removed: takes no jobs until activated"
-
-    def _activate(self, _command: Command) -> tuple[Outcome, str]:
-        if not (self.file.draining or self.file.removed):
-            return "ignored", "already active"
-        self.file.draining = self.file.removed = False
-        resumed = []
-        for job in self.file.jobs.values():
-            if job.state == "stopped" and job.stop_reason in RESUMABLE_STOPS:
-                job.restarts += 1
-                self._launch(job, resume=True)
-                resumed.append(job.job_id)
-        self._save()
-        return "applied", f"active; resumed {', '.join(resumed) or 'nothing'}"
-
-    def _stop_all(self, reason: str) -> None:
-        for job_id, running in self.running.items():
-            job = self.file.jobs[job_id]
-            if job.stop_reason != "cancel":
-                job.stop_reason = reason
-            running.stop(self.settings.stop_timeout_s)
-        self._save()
-
-    # -- site processes ----------------------------------------------------------------
-
-    def _launch(self, job: LocalJob, resume: bool) -> None:
-        run_dir = self.dirs.run_dir(job.job_id)
-        resume = resume and (run_dir / "config.json").exists()
-        if not resume and run_dir.exists():
-            shutil.rmtree(run_dir)  # a start that died before it wrote anything to resume
-        process = SiteProcess(
-            self.dirs.site_job_file(job.job_id),
-            run_dir,
-            self.dirs.job_dir(job.job_id) / "site.stderr",
-        )
-        process.start(resume)
-        job.pid, job.state, job.stop_reason = process.pid, "starting", None
-        self.running[job.job_id] = Running(process)
-        if resume:  # the log goes on where it was
-            self.tracked.setdefault(job.job_id, Tracked(LogTail(run_dir / "log.jsonl")))
-        else:
-            self.tracked[job.job_id] = Tracked(LogTail(run_dir / "log.jsonl"))
+            self._feed(CommandArrived(entry_id, command, _now()))
 
     def _supervise(self) -> None:
-        for job_id, running in list(self.running.items()):
-            if time.monotonic() > running.stop_deadline:
-                log.warning("%s: job %s did not stop in time; killing its site", self.site, job_id)
-                running.process.kill()
-            self._supervise_one(job_id, running)
+        for job_id in list(self.core.running):
+            site = self.sites[job_id]
+            events, code = site.poll()
+            for event in events:
+                self._feed(SiteLogged(job_id, event, _now()))
+            if code is not None:
+                self._feed(SiteEnded(job_id, code, site.last_error()))
 
-    def _supervise_one(self, job_id: str, running: Running) -> None:
-        job = self.file.jobs[job_id]
-        tracked = self.tracked[job_id]
-        code = running.process.poll()
-        for event in tracked.tail.read():
-            self._follow(job, tracked.progress, running, event)
-        if code is None:
-            return
-        for event in tracked.tail.read():  # what it wrote as it went
-            self._follow(job, tracked.progress, running, event)
-        del self.running[job_id]
-        progress = tracked.progress
-        decision = after_exit(
-            code,
-            stop_requested=job.stop_reason is not None,
-            restarts=job.failures,
-            max_restarts=self.settings.max_restarts,
-            completed=progress.completed,
-            failure=progress.failure or running.process.last_error(),
-        )
-        job.pid = None
-        if decision.verdict == "restart" and self.shutting_down:
-            job.stop_reason = job.stop_reason or "shutdown"
-            decision = replace(decision, verdict="stopped")
-        if decision.verdict == "finished":
-            job.state, job.message = "finished", None
-        elif decision.verdict == "stopped":
-            job.state = "cancelled" if job.stop_reason == "cancel" else "stopped"
-            if job.state == "stopped" and self.state in ("idle", "running"):
-                # Activated again while it was stopping for a drain: it goes on at once.
-                job.restarts += 1
-                self._launch(job, resume=True)
-        elif decision.verdict == "restart":
-            log.warning("%s: job %s %s; resuming it", self.site, job_id, decision.message)
-            job.failures += 1
-            job.restarts += 1
-            job.message = decision.message
-            self._launch(job, resume=True)
-        else:
-            log.warning("%s: job %s failed: %s", self.site, job_id, decision.message)
-            job.state, job.message = "failed", decision.message
-        self._save()
+    # -- carrying out effects --------------------------------------------------------
 
-    def _follow(self, job: LocalJob, progress: SiteProgress, running: Running, event: dict) -> None:
-        sample = progress.apply(event)
-        if event.get("kind") == "started" and job.state == "starting":
-            job.state = "running"
-            self._save()
-        if sample is None:
-            return
-        now = time.monotonic()
-        if sample == "step":
-            if now - running.last_step_sample < self.settings.telemetry_interval_s:
-                return
-            running.last_step_sample = now
-        self.link.send_telemetry(
-            Telemetry(
-                site=self.site,
-                job_id=job.job_id,
-                time=event.get("time", time.time()),
-                kind=sample,
-                clock=progress.clock,
-                loss=progress.loss,
-                accuracy=progress.accuracy,
-                wan_bytes=progress.wan_bytes,
-                stall_s=progress.stall_s,
+    def _feed(self, happened: Input) -> None:
+        for effect in self.core.handle(happened):
+            self._carry_out(effect)
+
+    def _carry_out(self, effect: Effect) -> None:
+        match effect:
+            case WriteJobFiles(job_id, start):
+                s = self.settings
+                self.dirs.write_job(
+                    job_id, self.site, start.site_job, start.secret, start.tls, s.data_dir,
+                    s.threads,
+                )  # fmt: skip
+            case Launch(job_id, resume):
+                pid = self._site(job_id).start(resume)
+                self._feed(Launched(job_id, pid))
+            case Stop(job_id):
+                self.sites[job_id].stop()
+            case Kill(job_id):
+                self.sites[job_id].kill()
+            case SendTelemetry(sample):
+                self.link.send_telemetry(sample)
+            case ReportToRegistry(priors, accuracy, samples, signature, model_version):
+                if self.registry is not None:
+                    self.registry.report(priors, accuracy, samples, signature, model_version)
+            case Ack(entry_id):
+                self.link.ack(entry_id)
+            case SaveState():
+                self.dirs.save(self.core.file)
+            case SaveLedger():
+                self.dirs.save_ledger(self.core.ledger)
+            case Note(level, message):
+                log.log(_LEVELS[level], "%s: %s", self.site, message)
+
+    def _site(self, job_id: str) -> SiteProcess:
+        if job_id not in self.sites:
+            self.sites[job_id] = SiteProcess(
+                self.dirs.site_job_file(job_id),
+                self.dirs.run_dir(job_id),
+                self.dirs.job_dir(job_id) / "site.stderr",
             )
-        )
-        accuracy = progress.final_accuracy if sample == "end" else progress.accuracy
-        if self.registry is not None and sample in ("eval", "end") and accuracy is not None:
-            self.registry.report(
-                job.class_priors,
-                accuracy,
-                job.samples,
-                job.model_signature,
-                f"{job.job_id}.{progress.clock}",
-            )
+        return self.sites[job_id]
 
     # -- status ------------------------------------------------------------------------
 
-    def _save(self) -> None:
-        if self.registry is not None:
-            self.file.registry_id = self.registry.site_id
-        self.dirs.save(self.file)
-
-    @property
-    def state(self) -> str:
-        if self.file.removed:
-            return "removed"
-        if self.file.draining or self.shutting_down:
-            return "draining"
-        return "running" if self.running else "idle"
-
     def _share_status(self) -> None:
-        if self.registry is not None and self.registry.site_id != self.file.registry_id:
-            self._save()
-        jobs = sorted(self.file.jobs.values(), key=lambda j: j.created_at)
-        listed = [j for j in jobs if j.state in ("starting", "running", "stopped")]
-        listed += [j for j in jobs if j not in listed][-_REPORTED_JOBS:]
+        joined = self.registry.site_id if self.registry is not None else None
+        if joined is not None and joined != self.core.file.registry_id:
+            self._feed(RegistryJoined(joined))
         status = AgentStatus(
             site=self.site,
             incarnation=self.incarnation,
             seq=self._seq,
             time=0.0,
-            state=self.state,
+            state=self.core.state,
             region=self.settings.region,
-            registry_id=self.file.registry_id,
+            registry_id=self.core.file.registry_id,
             geo_host=self.settings.geo.host,
             geo_port=self.settings.geo.port,
             geo_ports=self.settings.geo.ports,
             version=_version(),
-            jobs=[self._report(j) for j in listed],
-            applied=self.ledger.recent(),
-            duplicates=self.ledger.duplicates,
+            jobs=self.core.job_reports(),
+            applied=self.core.ledger.recent(),
+            duplicates=self.core.ledger.duplicates,
         )
         if status == self._last_status:
             return
         self._last_status = status
         self._seq += 1
         stamped = status.model_copy(update={"seq": self._seq, "time": time.time()})
-        beat = Beat(time=time.time(), state=self.state, incarnation=self.incarnation)
+        beat = Beat(time=time.time(), state=self.core.state, incarnation=self.incarnation)
         self.link.set_status(stamped, beat)
-
-    def _report(self, job: LocalJob) -> JobReport:
-        tracked = self.tracked.get(job.job_id)
-        progress = tracked.progress if tracked else SiteProgress()
-        return JobReport(
-            job_id=job.job_id,
-            state=job.state,
-            clock=progress.clock,
-            total_clocks=progress.total_clocks or job.clocks or None,
-            accuracy=progress.accuracy,
-            final_accuracy=progress.final_accuracy,
-            wan_bytes=progress.wan_bytes,
-            stall_s=progress.stall_s,
-            restarts=job.restarts,
-            stop_reason=job.stop_reason,
-            message=job.message,
-            started_at=progress.started_at,
-            finished_at=progress.finished_at if job.state == "finished" else None,
-        )
 
 
 def _version() -> str:

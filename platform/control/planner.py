@@ -17,10 +17,10 @@ from atoll.platform.control.bus.messages import StartJob, TlsFiles
 from atoll.platform.control.wan import bsp_bytes_per_clock
 from atoll.platform.data import load_dataset
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.plan import plan_site_jobs
 from atoll.platform.model.zoo import build_model, model_signature
 from atoll.platform.net import new_job_secret
 from atoll.platform.net.certs import write_job_certificates
+from atoll.platform.site.plan import plan_site_jobs
 
 # Stand-ins in the site jobs: each agent puts the paths of its own copies there.
 SECRET_PLACEHOLDER = Path("secret")

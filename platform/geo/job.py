@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from atoll.platform.data import PartitionSpec
 from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.model.optim import OptimizerSpec
 from atoll.platform.net.topology import Topology, load_topology
-from atoll.platform.site.optim import OptimizerSpec
 
 
 class GeoJob(BaseModel):

@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from atoll.platform.geo.spec import GeoSpec
-from atoll.platform.site.optim import OptimizerSpec
+from atoll.platform.model.optim import OptimizerSpec
 
 # Changing one of these between a run and its resume would silently train a
 # different model, so resume refuses.

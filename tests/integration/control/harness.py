@@ -1,7 +1,6 @@
 """What the control-plane and edge-agent tests share: the services they need (a real Redis,
 PostgreSQL when CI provides it), and small waits."""
 
-import json
 import os
 import secrets
 import shutil
@@ -9,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from support import IN_CI, require
@@ -17,6 +16,8 @@ from support import IN_CI, require
 from atoll.platform.control.bus.connection import Bus
 from atoll.platform.control.bus.keys import BusKeys
 from atoll.platform.control.local import LocalRedis
+from atoll.platform.core.events import EventModel, of_kind
+from atoll.platform.core.runlog import read_events
 from atoll.registry.scratch import postgres_reachable, postgres_schema
 
 # A small, quick geo job: 3 sites of the three-continents topology, on scikit-learn's
@@ -101,8 +102,9 @@ def wait_for(what: str, check: Callable[[], Any], timeout_s: float, poll_s: floa
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what} ({last_error!r})")
 
 
-def log_events(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    events = [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
-    return [e for e in events if kind is None or e["kind"] == kind]
+E = TypeVar("E", bound=EventModel)
+
+
+def log_events(path: Path, kind: type[E]) -> list[E]:
+    """The events of one kind a run log holds so far."""
+    return of_kind(read_events(path), kind)

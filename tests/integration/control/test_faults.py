@@ -24,6 +24,7 @@ from atoll.platform.control.bus.keys import BusKeys
 from atoll.platform.control.client import ControlClient
 from atoll.platform.control.local import AgentSpec, LocalDeployment
 from atoll.platform.control.schemas import CommandOut, JobOut
+from atoll.platform.core.events import GeoJoined, StepDone, TrainingStarted
 
 pytestmark = pytest.mark.integration
 JOB_S = 240  # the longest a job may take here, faults included
@@ -109,7 +110,7 @@ def test_an_undisturbed_job_runs_everywhere_and_a_duplicate_start_is_ignored(
     done = finish(client, job.id)
     assert done.state == "completed", done.message
     assert client.site("virginia").duplicates == 1
-    starts = log_events(run_log(deployment, "virginia", job.id), "started")
+    starts = log_events(run_log(deployment, "virginia", job.id), TrainingStarted)
     assert len(starts) == 1  # applied once: one site process, started once
     assert all(s.clock == JOB["clocks"] and s.restarts == 0 for s in done.sites)
     assert done.wan_bytes > 0 and done.bsp_wan_bytes and done.params
@@ -159,11 +160,11 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     assert all(s.clock == JOB["clocks"] and s.final_accuracy for s in done.sites)
     frankfurt = next(s for s in done.sites if s.site == "frankfurt")
     assert frankfurt.restarts == 1
-    joined = log_events(run_log(deployment, "frankfurt", job.id), "geo_joined")[-1]
-    assert joined["clock"] > 55  # it took up a mirror's replica, not its older checkpoint
+    joined = log_events(run_log(deployment, "frankfurt", job.id), GeoJoined)[-1]
+    assert joined.clock > 55  # it took up a mirror's replica, not its older checkpoint
     for site in ("virginia", "singapore"):  # meanwhile the others trained on
-        steps = log_events(run_log(deployment, site, job.id), "step")
-        away = [e for e in steps if killed_wall < e["time"] < joined["time"]]
+        steps = log_events(run_log(deployment, site, job.id), StepDone)
+        away = [e for e in steps if killed_wall < e.time < joined.time]
         assert len(away) >= 15, f"{site} made {len(away)} clocks while frankfurt was away"
     history = client.telemetry(job.id, limit=5000).samples
     assert {s.site for s in history} == set(SITES)

@@ -24,6 +24,12 @@ from atoll.platform.control.bus.connection import Bus
 from atoll.platform.control.bus.keys import BusKeys
 from atoll.platform.control.bus.messages import AgentStatus, Command, JobReport, StartJob
 from atoll.platform.control.local import Managed, free_port
+from atoll.platform.core.events import (
+    CheckpointSaved,
+    StepDone,
+    TrainingFinished,
+    TrainingStarted,
+)
 from atoll.platform.site.spec import SiteJob
 from atoll.registry.client import RegistryClient
 from atoll.registry.scratch import ServerProcess, scratch_database
@@ -145,16 +151,16 @@ def test_sigterm_checkpoints_drains_and_the_next_agent_resumes_the_job(
     assert status.state == "draining"  # what it said on its way out
     stopped = next(j for j in status.jobs if j.job_id == start.job_id)
     assert (stopped.state, stopped.stop_reason) == ("stopped", "shutdown")
-    finished = log_events(agent.run_log(start.job_id), "finished")
-    assert finished[-1]["stopped"] is True  # the site finished its clock and stopped
-    checkpoint = log_events(agent.run_log(start.job_id), "checkpoint")[-1]["step"]
-    assert checkpoint == finished[-1]["step"]
+    finished = log_events(agent.run_log(start.job_id), TrainingFinished)
+    assert finished[-1].stopped  # the site finished its clock and stopped
+    checkpoint = log_events(agent.run_log(start.job_id), CheckpointSaved)[-1].step
+    assert checkpoint == finished[-1].step
 
     agent.start()  # the same site comes back: it resumes from that checkpoint
     resumed = agent.wait_job(start.job_id, "resumes", lambda j: j.state == "running")
     assert resumed.restarts == 1
-    starts = log_events(agent.run_log(start.job_id), "started")
-    assert [e["step"] for e in starts] == [0, checkpoint]
+    starts = log_events(agent.run_log(start.job_id), TrainingStarted)
+    assert [e.step for e in starts] == [0, checkpoint]
 
     bus.publish_command(command("drain"))
     agent.wait_job(
@@ -184,8 +190,9 @@ def test_training_goes_on_while_redis_and_the_registry_are_away(tmp_path: Path) 
             bus.publish_command(start)
             agent.wait_job(start.job_id, "runs", lambda j: j.state == "running")
             redis.restart(down_s=3.0)  # Redis away for a while, then back with nothing
-            steps = [e["step"] for e in log_events(agent.run_log(start.job_id), "step")]
-            assert steps and steps[-1] > 1  # the site trained on meanwhile
+            steps = [e.step for e in log_events(agent.run_log(start.job_id), StepDone)]
+            assert steps, "the site logged no clock"
+            assert steps[-1] > 1  # the site trained on meanwhile
             # Back: the agent reports again (a new Redis, so a new stream) and goes on.
             agent.wait_job(start.job_id, "finishes", lambda j: j.state == "finished", 180)
             assert agent.job(start.job_id).restarts == 0
@@ -205,7 +212,8 @@ def test_training_goes_on_while_redis_and_the_registry_are_away(tmp_path: Path) 
 
                     reports = wait_for("the reports to catch up", caught_up, 60)
                     assert reports[0].accuracy == agent.job(start.job_id).final_accuracy
-                    assert len(reports) >= 2 and reports[0].samples == 1437
+                    assert len(reports) >= 2
+                    assert reports[0].samples == 1437
         finally:
             agent.stop()
             bus.close()

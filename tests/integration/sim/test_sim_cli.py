@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from support import atoll_in_process
 
+from atoll.platform.core.events import TimelinePoint, of_kind
+from atoll.platform.core.runlog import read_events
+
 pytestmark = pytest.mark.integration
 
 
@@ -33,9 +36,9 @@ def test_sim_writes_its_summary_log_and_plot(tmp_path: Path) -> None:
     assert summary["time_kind"] == "virtual" and summary["clocks"] == 30
     assert len(summary["links"]) == 12 and summary["config"]["geo"]["policy"] == "asp"
     assert summary["min_site_accuracy"] <= summary["final_accuracy"]
-    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-    points = [e for e in log if e["kind"] == "point"]
-    assert [p["clock"] for p in points] == [10, 20, 30] and "links" in points[0]
+    points = of_kind(read_events(out / "log.jsonl"), TimelinePoint)
+    assert [p.clock for p in points] == [10, 20, 30]
+    assert len(points[0].links) == 12
     assert (out / "timeline.png").stat().st_size > 10_000
 
 

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from atoll.platform.core.events import RankStarted, RunEvent, StepDone, of_kind
+from atoll.platform.core.runlog import read_events
+
 pytestmark = pytest.mark.integration
 STEPS = 500
 ARGS = [
@@ -36,18 +39,15 @@ def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, s
     return process.returncode, stderr
 
 
-def events(out: Path) -> list[dict]:
-    path = out / "log.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+def events(out: Path) -> list[RunEvent]:
+    return read_events(out / "log.jsonl")
 
 
 def wait_for_step(out: Path, step: int, timeout: float = 60) -> list[dict]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         seen = events(out)
-        if any(e["kind"] == "step" and e["step"] >= step for e in seen):
+        if any(e.step >= step for e in of_kind(seen, StepDone)):
             return seen
         time.sleep(0.05)
     raise AssertionError(f"no step {step} within {timeout} s")
@@ -112,7 +112,7 @@ def test_killed_worker_is_named_and_the_site_resumes_from_its_checkpoint(
     out = tmp_path / "run"
     process = start(out)
     seen = wait_for_step(out, 80)
-    pid = next(e["pid"] for e in seen if e["kind"] == "rank_started" and e["rank"] == 1)
+    pid = next(e.pid for e in of_kind(seen, RankStarted) if e.rank == 1)
     os.kill(pid, signal.SIGKILL)
     code, stderr = finish(process, timeout=60)  # never hangs
     assert code == 2
@@ -129,7 +129,7 @@ def test_a_hung_worker_fails_the_site_within_the_timeout(tmp_path: Path) -> None
     out = tmp_path / "run"
     process = start(out, "--comm-timeout", "3")
     seen = wait_for_step(out, 30)
-    pid = next(e["pid"] for e in seen if e["kind"] == "rank_started" and e["rank"] == 1)
+    pid = next(e.pid for e in of_kind(seen, RankStarted) if e.rank == 1)
     os.kill(pid, signal.SIGSTOP)
     try:
         code, stderr = finish(process, timeout=60)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from atoll.platform.core.events import StepDone, TrainingFinished, of_kind
+from atoll.platform.core.runlog import read_events
+
 pytestmark = pytest.mark.integration
 
 
@@ -48,8 +51,9 @@ def test_one_epoch_reaches_85_percent_and_writes_its_record(
     assert summary["steps"] == 60000 // 128
     assert summary["samples_per_s"] > 0 and summary["wall_s"] > summary["train_s"] > 0
     assert summary["config"]["workers"] == 2 and summary["config"]["shards"] == 2
-    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-    steps = [e for e in log if e["kind"] == "step"]
-    assert [e["step"] for e in steps] == list(range(1, summary["steps"] + 1))
-    assert all(e["loss"] > 0 for e in steps)
-    assert log[-1]["kind"] == "finished" and log[-1]["test_accuracy"] == summary["test_accuracy"]
+    log = read_events(out / "log.jsonl")
+    steps = of_kind(log, StepDone)
+    assert [e.step for e in steps] == list(range(1, summary["steps"] + 1))
+    assert all(e.loss > 0 for e in steps)
+    assert isinstance(log[-1], TrainingFinished)
+    assert log[-1].test_accuracy == summary["test_accuracy"]

@@ -5,8 +5,8 @@ from torch import nn
 
 from atoll.platform.data import load_dataset
 from atoll.platform.model import build_model
+from atoll.platform.model.optim import OptimizerSpec
 from atoll.platform.sim.replica import SiteReplica
-from atoll.platform.site import OptimizerSpec
 from atoll.platform.site.flat import FlatModel
 
 

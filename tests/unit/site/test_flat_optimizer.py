@@ -6,8 +6,9 @@ import torch
 from torch import nn
 
 from atoll.platform.model import build_model
-from atoll.platform.site import OptimizerSpec, SiteLayout
+from atoll.platform.model.optim import OptimizerSpec
 from atoll.platform.site.flat import FlatModel, shifted
+from atoll.platform.site.layout import SiteLayout
 from atoll.platform.site.optim import ShardOptimizer
 
 

@@ -1,23 +1,45 @@
-from atoll.edge.supervisor import after_exit
+import pytest
+
+from atoll.platform.site.supervise import Decision, SiteExit, after_exit
+
+DONE = SiteExit(0, completed=True)
 
 
-def test_a_site_that_trained_to_the_end_is_finished() -> None:
-    assert after_exit(0, False, 0, 3, completed=True).verdict == "finished"
+def decide(
+    ended: SiteExit, stop_sent: bool = False, wanted: bool = False, failures: int = 0
+) -> Decision:
+    return after_exit(ended, stop_sent=stop_sent, wanted=wanted, failures=failures, max_restarts=2)
 
 
-def test_a_stop_the_agent_asked_for_is_a_stop_however_it_ended() -> None:
-    for code in (143, 130, 0, -9, 1):
-        assert after_exit(code, True, 0, 3, completed=False).verdict == "stopped"
+@pytest.mark.parametrize(
+    ("ended", "stop_sent", "wanted", "failures", "verdict"),
+    [
+        (DONE, False, False, 0, "finished"),
+        (DONE, True, False, 0, "finished"),  # it was done before the stop arrived
+        (SiteExit(143, False), True, False, 0, "stopped"),
+        (SiteExit(130, False), True, False, 0, "stopped"),
+        (SiteExit(-9, False), True, False, 2, "stopped"),  # killed after a stop: a stop
+        (SiteExit(1, False), True, False, 2, "stopped"),
+        (SiteExit(143, False), True, True, 0, "resume"),  # wanted again while stopping
+        (SiteExit(143, False), True, True, 2, "resume"),  # a resume is no failure
+        (SiteExit(0, False), False, False, 0, "restart"),  # exited without finishing
+        (SiteExit(1, False), False, False, 0, "restart"),
+        (SiteExit(-9, False), False, False, 1, "restart"),
+        (SiteExit(1, False), False, False, 2, "failed"),  # the restart budget is spent
+        (SiteExit(2, False), False, False, 0, "failed"),  # a usage error: no restart helps
+    ],
+)
+def test_what_a_site_exit_means(
+    ended: SiteExit, stop_sent: bool, wanted: bool, failures: int, verdict: str
+) -> None:
+    assert decide(ended, stop_sent, wanted, failures).verdict == verdict
 
 
-def test_a_crash_is_resumed_a_few_times_then_fails_with_its_reason() -> None:
-    first = after_exit(1, False, 0, 2, completed=False, failure="rank 0 failed: boom")
-    assert first.verdict == "restart" and "rank 0 failed: boom" in first.message
-    assert after_exit(-9, False, 1, 2, completed=False).verdict == "restart"
-    last = after_exit(1, False, 2, 2, completed=False)
-    assert last.verdict == "failed" and "after 2 restart(s)" in last.message
-
-
-def test_a_usage_error_is_not_worth_a_restart() -> None:
-    decision = after_exit(2, False, 0, 3, completed=False, failure="no dataset")
-    assert decision.verdict == "failed" and "no dataset" in decision.message
+def test_a_failure_says_how_and_why_and_after_how_many_restarts() -> None:
+    first = decide(SiteExit(1, False, "rank 0 failed: boom"))
+    assert first.message == "exited with code 1: rank 0 failed: boom"
+    assert decide(SiteExit(-9, False)).message == "killed by SIGKILL"
+    last = decide(SiteExit(1, False), failures=2)
+    assert last.message == "exited with code 1 (after 2 restart(s))"
+    usage = decide(SiteExit(2, False, "no dataset"))
+    assert usage.message == "exited with code 2: no dataset"
