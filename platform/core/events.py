@@ -14,7 +14,7 @@ Fields a reader does not know are ignored, so an older Atoll reads a newer log.
 """
 
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, TypeGuard, TypeVar
+from typing import Annotated, Any, Literal, TypeGuard, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -227,7 +227,8 @@ class TimelinePoint(EventModel):
     stall_s: float  # mean over the sites
 
 
-SiteEvent = (
+# What rank 0 reports and the site's log keeps.
+RankEvent = (
     RankStarted
     | GeoJoined
     | TrainingStarted
@@ -236,20 +237,9 @@ SiteEvent = (
     | Evaluated
     | GeoStats
     | TrainingFinished
-    | TrainingFailed
 )
-RankMessage = (
-    RankStarted
-    | GeoJoined
-    | TrainingStarted
-    | StepDone
-    | CheckpointSaved
-    | Evaluated
-    | GeoStats
-    | TrainingFinished
-    | RankFailed
-    | RankStats
-)
+SiteEvent = RankEvent | TrainingFailed  # a site's log
+RankMessage = RankEvent | RankFailed | RankStats  # from a rank to its site's parent
 LaunchEvent = SiteLaunched | SiteDied | SiteAbandoned | SiteProgressed
 SimEvent = SimSiteDone | TimelinePoint
 RunEvent = SiteEvent | RankFailed | RankStats | LaunchEvent | SimEvent
@@ -277,17 +267,7 @@ def of_kind(events: Iterable[RunEvent], kind: type[E]) -> list[E]:
     return [e for e in events if isinstance(e, kind)]
 
 
-_SITE_EVENTS = (
-    RankStarted,
-    GeoJoined,
-    TrainingStarted,
-    StepDone,
-    CheckpointSaved,
-    Evaluated,
-    GeoStats,
-    TrainingFinished,
-    TrainingFailed,
-)
+_SITE_EVENTS: tuple[type[EventModel], ...] = get_args(SiteEvent)
 
 
 def is_site_event(event: RunEvent) -> TypeGuard[SiteEvent]:
