@@ -227,7 +227,7 @@ class TimelinePoint(EventModel):
     stall_s: float  # mean over the sites
 
 
-# What rank 0 reports and the site's log keeps.
+# What the ranks report that the site's log keeps.
 RankEvent = (
     RankStarted
     | GeoJoined

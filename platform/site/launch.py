@@ -76,14 +76,15 @@ class GeoLaunch:
     def run(self) -> dict[str, Any]:
         wall_start = time.time()
         self._write_site_jobs()
-        with RunLog(self.out_dir / "log.jsonl") as self._log:
+        with RunLog(self.out_dir / "log.jsonl") as log:
+            self._log = log
             try:
                 for site in self.sites:
                     self._start(site, resume=False)
                 self._follow()
             finally:
                 self._terminate()
-        self._log = None
+                self._log = None
         return self._summary(time.time() - wall_start)
 
     def _report(self, event: LaunchEvent) -> None:

@@ -113,7 +113,9 @@ def test_an_undisturbed_job_runs_everywhere_and_a_duplicate_start_is_ignored(
     starts = log_events(run_log(deployment, "virginia", job.id), TrainingStarted)
     assert len(starts) == 1  # applied once: one site process, started once
     assert all(s.clock == JOB["clocks"] and s.restarts == 0 for s in done.sites)
-    assert done.wan_bytes > 0 and done.bsp_wan_bytes and done.params
+    assert done.wan_bytes > 0
+    assert done.bsp_wan_bytes
+    assert done.params
     results["undisturbed"] = final_accuracy(done)
 
 

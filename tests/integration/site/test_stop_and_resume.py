@@ -92,16 +92,19 @@ def test_sigterm_checkpoints_at_the_clock_boundary_and_resume_matches(
     process.send_signal(signal.SIGTERM)
     code, stderr = finish(process)
     assert code == 143, stderr
-    assert "stopped by SIGTERM" in stderr and "--resume" in stderr
+    assert "stopped by SIGTERM" in stderr
+    assert "--resume" in stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["status"] == "stopped" and 60 <= summary["steps"] < STEPS
+    assert summary["status"] == "stopped"
+    assert 60 <= summary["steps"] < STEPS
     manifest = json.loads((out / "checkpoints" / "latest.json").read_text())
     assert manifest["step"] == summary["steps"]  # checkpointed where it stopped
 
     code, stderr = finish(start(out, "--resume"))
     assert code == 0, stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["status"] == "completed" and summary["steps"] == STEPS
+    assert summary["status"] == "completed"
+    assert summary["steps"] == STEPS
     assert summary["resumed_from_step"] == manifest["step"]
     assert_same(weights(out), uninterrupted)
 
@@ -117,7 +120,8 @@ def test_killed_worker_is_named_and_the_site_resumes_from_its_checkpoint(
     code, stderr = finish(process, timeout=60)  # never hangs
     assert code == 2
     assert "rank 1 (worker 1, shard 1) was killed by SIGKILL" in stderr
-    assert "last checkpoint: step" in stderr and "--resume" in stderr
+    assert "last checkpoint: step" in stderr
+    assert "--resume" in stderr
     assert "Traceback" not in stderr
 
     code, stderr = finish(start(out, "--resume"))
@@ -137,7 +141,8 @@ def test_a_hung_worker_fails_the_site_within_the_timeout(tmp_path: Path) -> None
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)  # a stopped process ignores everything else
     assert code == 2
-    assert "PeerLost" in stderr and "Traceback" not in stderr, stderr
+    assert "PeerLost" in stderr, stderr
+    assert "Traceback" not in stderr, stderr
     assert any(
         clue in stderr
         for clue in ("got no gradient from worker 1", "no parameters", "stopped answering")
@@ -147,14 +152,17 @@ def test_a_hung_worker_fails_the_site_within_the_timeout(tmp_path: Path) -> None
 def test_resume_refuses_a_different_job(finished_run: Path) -> None:
     before = weights(finished_run)
     code, stderr = finish(start(finished_run, "--resume", "--batch-size", "8"))
-    assert code == 2 and "cannot resume" in stderr and "batch_size" in stderr
+    assert code == 2
+    assert "cannot resume" in stderr
+    assert "batch_size" in stderr
     assert_same(weights(finished_run), before)
 
 
 def test_an_existing_run_is_not_overwritten_by_accident(finished_run: Path) -> None:
     before = (finished_run / "summary.json").read_text()
     code, stderr = finish(start(finished_run))
-    assert code == 2 and "already holds a run" in stderr
+    assert code == 2
+    assert "already holds a run" in stderr
     assert (finished_run / "summary.json").read_text() == before
 
 
