@@ -13,8 +13,8 @@ from rich.text import Text
 
 from atoll.cli import options as o
 from atoll.cli.control import FINAL, job_table
+from atoll.localstack.deployment import AgentSpec, LocalDeployment
 from atoll.platform.control.client import ControlClient
-from atoll.platform.control.local import AgentSpec, LocalDeployment
 from atoll.platform.control.report import job_record, plot_job
 from atoll.platform.control.schemas import JobOut, Sample
 from atoll.platform.core.files import write_json

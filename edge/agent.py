@@ -29,9 +29,9 @@ from atoll.edge.registry_link import RegistryLink
 from atoll.edge.site_process import LogTail, SiteProcess, kill_stale
 from atoll.edge.state import AgentFile, LocalJob, StateDir
 from atoll.edge.supervisor import after_exit
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.bus.messages import (
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import BusKeys
+from atoll.platform.bus.messages import (
     AgentStatus,
     AppliedCommand,
     Beat,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.bus.connection import Bus
+from atoll.platform.bus.connection import Bus
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atoll.platform.control.bus.messages import StartJob, TlsFiles
+from atoll.platform.bus.messages import StartJob, TlsFiles
 from atoll.platform.control.wan import bsp_bytes_per_clock
 from atoll.platform.data import load_dataset
 from atoll.platform.geo.job import GeoJob

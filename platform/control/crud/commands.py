@@ -9,8 +9,8 @@ from uuid import uuid4
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.bus.messages import Command as CommandMessage
-from atoll.platform.control.bus.messages import CommandKind, StartJob
+from atoll.platform.bus.messages import Command as CommandMessage
+from atoll.platform.bus.messages import CommandKind, StartJob
 from atoll.platform.control.delivery import OPEN
 from atoll.platform.control.models import Command
 

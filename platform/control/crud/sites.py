@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.bus.messages import AgentStatus
+from atoll.platform.bus.messages import AgentStatus
 from atoll.platform.control.models import Command, JobSite, Site
 from atoll.platform.service.sql import utcnow
 

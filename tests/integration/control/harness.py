@@ -14,10 +14,10 @@ from typing import Any
 import redis
 from support import IN_CI, require
 
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.local import LocalRedis
-from atoll.registry.scratch import postgres_reachable, postgres_schema
+from atoll.localstack.deployment import LocalRedis
+from atoll.localstack.registry import postgres_reachable, postgres_schema
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import BusKeys
 
 # A small, quick geo job: 3 sites of the three-continents topology, on scikit-learn's
 # digits, with a fixed seed. ASP over emulated WAN links.

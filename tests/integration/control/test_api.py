@@ -12,8 +12,8 @@ import pytest
 from integration.control.harness import DIGITS_JOB, scratch_bus, shared_redis_url, wait_for
 from pydantic import SecretStr
 
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.messages import AgentStatus, Beat, Telemetry
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.messages import AgentStatus, Beat, Telemetry
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.main import StartupRefused, create_app
 from atoll.platform.control.migrate import SCHEMA

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from integration.control.harness import own_redis, scratch_bus, shared_redis_url
 
-from atoll.platform.control.bus import Command, Telemetry
-from atoll.platform.control.bus.connection import Bus, BusDown
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.bus.messages import Beat
+from atoll.platform.bus import Command, Telemetry
+from atoll.platform.bus.connection import Bus, BusDown
+from atoll.platform.bus.keys import BusKeys
+from atoll.platform.bus.messages import Beat
 
 pytestmark = pytest.mark.integration
 

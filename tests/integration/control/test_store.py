@@ -10,7 +10,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from support import IN_CI, require
 
-from atoll.platform.control.bus.messages import AgentStatus, AppliedCommand, JobReport, Telemetry
+from atoll.localstack.registry import postgres_reachable, postgres_schema
+from atoll.platform.bus.messages import AgentStatus, AppliedCommand, JobReport, Telemetry
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
@@ -19,7 +20,6 @@ from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.models import Base, Command, Job, JobSite
 from atoll.platform.service.database import Database
 from atoll.platform.service.sql import utcnow
-from atoll.registry.scratch import postgres_reachable, postgres_schema
 
 pytestmark = pytest.mark.integration
 

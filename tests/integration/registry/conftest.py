@@ -20,13 +20,13 @@ from integration.registry.service import (
 from sqlalchemy import text
 from support import require
 
-from atoll.platform.service.database import make_engine
-from atoll.registry.scratch import (
+from atoll.localstack.registry import (
     ServerProcess,
     postgres_reachable,
     postgres_schema,
     scratch_database,
 )
+from atoll.platform.service.database import make_engine
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from atoll.cli.registry import app as registry_app
 from atoll.cli.sites import app as sites_app
+from atoll.localstack.registry import ServerProcess, scratch_database
 from atoll.platform.core.errors import AtollError
-from atoll.registry.scratch import ServerProcess, scratch_database
 
 pytestmark = pytest.mark.integration
 runner = CliRunner()

@@ -14,10 +14,10 @@ from alembic.runtime.migration import MigrationContext
 from integration.registry.service import ADMIN
 from sqlalchemy import inspect
 
+from atoll.localstack.registry import ServerProcess, free_port
 from atoll.platform.service.database import make_engine
 from atoll.registry.migrate import SCHEMA
 from atoll.registry.models import Base
-from atoll.registry.scratch import ServerProcess, free_port
 
 pytestmark = pytest.mark.integration
 

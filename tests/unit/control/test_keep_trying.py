@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from atoll.platform.control.bus.connection import BusDown, keep_trying
+from atoll.platform.bus.connection import BusDown, keep_trying
 from atoll.platform.net.backoff import Backoff
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from atoll.platform.control.bus import AgentStatus, Command, JobReport, StartJob, Telemetry
-from atoll.platform.control.bus.keys import BusKeys
+from atoll.platform.bus import AgentStatus, Command, JobReport, StartJob, Telemetry
+from atoll.platform.bus.keys import BusKeys
 
 
 def test_messages_round_trip_through_stream_fields() -> None:

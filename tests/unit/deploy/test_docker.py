@@ -1,7 +1,7 @@
 """The Docker deployment, checked without a Docker engine: the Dockerfile passes hadolint,
 docker-compose.yml passes the Compose specification's schema, every command a service runs
 parses as a real `atoll` command, the site files load and hold no secret, every variable
-is documented, and the commands are the ones platform/control/local.py starts as plain
+is documented, and the commands are the ones localstack/deployment.py starts as plain
 processes, so that the tests running LocalDeployment exercise what compose runs."""
 
 import json
@@ -36,7 +36,7 @@ COMPOSE: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
 ATOLL_SERVICES = sorted(name for name, s in SERVICES.items() if "build" in s)
 SITES: list[str] = yaml.safe_load(TOPOLOGY.read_text())["sites"]
-# Differences from local.py's commands that a container needs or an operator wants:
+# Differences from deployment.py's commands that a container needs or an operator wants:
 # listening on every interface at fixed ports, the config where it is mounted, info logs.
 MAY_DIFFER = {"host", "port", "config", "log_level"}
 SECRETS = re.compile(r"TOKEN|PASSWORD|SECRET|AUTH", re.IGNORECASE)
@@ -249,7 +249,7 @@ def local_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_atoll_env: None
 ) -> dict[str, Any]:
     """What LocalDeployment starts for each role (argv and environment), without starting it."""
-    from atoll.platform.control import local
+    from atoll.localstack import deployment as local
 
     monkeypatch.setattr(local.Managed, "start", lambda self: self)
     monkeypatch.setattr(local, "wait_until", lambda *_, **__: None)
@@ -275,7 +275,7 @@ def test_compose_runs_what_local_deployment_runs(
     assert path == local_path
     differ = {k for k in params.keys() | local_params.keys() if params[k] != local_params[k]}
     assert differ <= MAY_DIFFER, (
-        f"{name} runs `atoll {' '.join(args)}`, local.py `atoll {' '.join(local_args)}`"
+        f"{name} runs `atoll {' '.join(args)}`, deployment.py `atoll {' '.join(local_args)}`"
     )
     environment = set(SERVICES[name]["environment"])
     assert environment == set(local.env), f"{name}: {sorted(environment ^ set(local.env))}"

@@ -134,10 +134,10 @@ def test_an_agent_is_healthy_while_its_heartbeat_is_in_redis(
     healthcheck: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require(shutil.which("redis-server") is not None, "redis-server")
-    from atoll.platform.control.bus.connection import Bus
-    from atoll.platform.control.bus.keys import BusKeys
-    from atoll.platform.control.bus.messages import Beat
-    from atoll.platform.control.local import LocalRedis
+    from atoll.localstack.deployment import LocalRedis
+    from atoll.platform.bus.connection import Bus
+    from atoll.platform.bus.keys import BusKeys
+    from atoll.platform.bus.messages import Beat
 
     redis = LocalRedis(tmp_path / "redis").start()
     try:

@@ -1,5 +1,5 @@
 from atoll.edge.ledger import CommandLedger
-from atoll.platform.control.bus.messages import AppliedCommand
+from atoll.platform.bus.messages import AppliedCommand
 
 
 def applied(command_id: str) -> AppliedCommand:

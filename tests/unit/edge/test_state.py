@@ -3,7 +3,7 @@ import stat
 from pathlib import Path
 
 from atoll.edge.state import AgentFile, LocalJob, StateDir
-from atoll.platform.control.bus.messages import TlsFiles
+from atoll.platform.bus.messages import TlsFiles
 
 
 def test_a_job_is_written_with_this_machines_paths_and_private_secrets(tmp_path: Path) -> None:

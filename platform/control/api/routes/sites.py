@@ -3,9 +3,9 @@
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
+from atoll.platform.bus.messages import CommandKind
 from atoll.platform.control.api.deps import Admin, ReadSession, WriteSession
 from atoll.platform.control.api.routes import V1, errors
-from atoll.platform.control.bus.messages import CommandKind
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store

@@ -17,8 +17,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from atoll.platform.control.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys
-from atoll.platform.control.bus.messages import (
+from atoll.platform.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys
+from atoll.platform.bus.messages import (
     AgentStatus,
     Beat,
     Command,
