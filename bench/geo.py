@@ -23,12 +23,12 @@ from rich.table import Table
 
 from atoll.platform.core.files import write_json
 from atoll.platform.core.plots import plot_timelines
-from atoll.platform.data import load_dataset
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.sim.compute import ComputeProfile, compute_profile, measure_step_s
 from atoll.platform.sim.simulator import GeoSimulation
-from atoll.platform.site.optim import OptimizerSpec
+from atoll.platform.site.spec import OptimizerSpec
 
 _PROFILE_SAMPLES = 5
 spawn = get_context("spawn")

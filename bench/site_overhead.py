@@ -15,9 +15,10 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.platform.core.files import write_json
-from atoll.platform.data import load_dataset
-from atoll.platform.site import SiteJob, train_site
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.site.reference import train_single_process
+from atoll.platform.site.run import train_site
+from atoll.platform.site.spec import SiteJob
 
 TARGET_RATIO = 0.95
 _WARMUP_STEPS = 20

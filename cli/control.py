@@ -1,18 +1,22 @@
+"""`atoll control`: serve the control plane; submit, follow and cancel jobs; manage sites."""
+
 import json
 import time
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from atoll.platform.control.client import ControlClient
-from atoll.platform.control.schemas import JobOut
-from atoll.platform.core.errors import AtollError
+from atoll.cli import options as o
+from atoll.cli.jobfile import resolve_job
+from atoll.cli.service import LogLevel, migrate_schema
+
+if TYPE_CHECKING:
+    from atoll.platform.control.client import ControlClient
+    from atoll.platform.control.schemas import JobOut
 
 app = typer.Typer(
     help="The control plane: serve it, migrate its database; submit, follow and cancel jobs; "
@@ -32,14 +36,9 @@ SiteArgument = Annotated[str, typer.Argument(help="The site's name.")]
 FINAL = ("completed", "failed", "cancelled")
 
 
-class LogLevel(StrEnum):
-    debug = "debug"
-    info = "info"
-    warning = "warning"
-    error = "error"
+def _client(url: str | None, token: str | None) -> "ControlClient":
+    from atoll.platform.control.client import ControlClient
 
-
-def _client(url: str | None, token: str | None) -> ControlClient:
     return ControlClient.from_env(url, token)
 
 
@@ -69,46 +68,38 @@ def migrate(
     revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
 ) -> None:
     """Create or upgrade the control plane's database schema (Alembic)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     from atoll.platform.control.core.config import control_settings
     from atoll.platform.control.migrate import SCHEMA
-    from atoll.platform.service.database import describe_url
 
     url = database_url or control_settings().resolved_database_url
-    try:
-        before, after = SCHEMA.upgrade(url, revision)
-    except SQLAlchemyError as e:
-        raise AtollError(
-            f"cannot migrate the control plane's database at {describe_url(url)}: "
-            f"{str(e).splitlines()[0]}"
-        ) from e
-    was, now = ", ".join(before.current) or "empty", ", ".join(after.current) or "empty"
-    verb = "already at" if before.current == after.current else f"migrated from {was} to"
-    print(f"{describe_url(url)}: {verb} {now}")
+    migrate_schema(SCHEMA, url, revision, "the control plane's database")
 
 
 @app.command("submit")
+@o.with_job_options()
 def submit(
-    spec: Annotated[Path, typer.Argument(help="A job spec (GeoJob) as JSON or YAML.")],
+    job: Annotated[
+        Path,
+        typer.Option(
+            "--job",
+            help="A job spec file (YAML or JSON; examples/jobs/). The options below override it.",
+            rich_help_panel=o.JOB_PANEL,
+        ),
+    ],
     name: Annotated[str | None, typer.Option(help="A name for people.")] = None,
     tls: Annotated[bool, typer.Option(help="TLS on the job's WAN links.")] = True,
     watch: Annotated[bool, typer.Option(help="Follow it until it ends.")] = False,
     url: UrlOption = None,
     token: TokenOption = None,
+    job_options: dict[str, Any] | None = None,
 ) -> None:
     """Submit a job; prints its id (and with --watch, its progress until it ends)."""
-    if not spec.is_file():
-        raise AtollError(f"no job spec at {spec}")
-    try:
-        body = yaml.safe_load(spec.read_text())  # JSON is YAML too
-    except yaml.YAMLError as e:
-        raise AtollError(f"{spec} is neither JSON nor YAML: {e}") from e
+    spec = resolve_job(job, o.overrides(job_options or {}))
     with _client(url, token) as client:
-        job = client.submit(body, name=name, tls=tls)
-        print(job.id)
+        created = client.submit(spec.model_dump(mode="json"), name=name, tls=tls)
+        print(created.id)
         if watch:
-            _watch(client, job.id)
+            _watch(client, created.id)
 
 
 @app.command("jobs")
@@ -219,7 +210,7 @@ def remove(site: SiteArgument, url: UrlOption = None, token: TokenOption = None)
         print(f"{site}: {client.remove(site).state}")
 
 
-def job_table(job: JobOut, title: str | None = None) -> Table:
+def job_table(job: "JobOut", title: str | None = None) -> Table:
     """A job's sites: state, clock, accuracy, WAN bytes, stall, restarts."""
     table = Table(
         title=title or f"{job.name} ({job.id}): {job.state}",
@@ -251,7 +242,7 @@ def job_table(job: JobOut, title: str | None = None) -> Table:
     return table
 
 
-def _watch(client: ControlClient, job_id: str) -> None:
+def _watch(client: "ControlClient", job_id: str) -> None:
     console = Console(stderr=True)
     found = client.job(job_id)
     with Live(job_table(found), console=console, refresh_per_second=2) as live:

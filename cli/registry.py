@@ -1,10 +1,12 @@
-from enum import StrEnum
+"""`atoll registry`: serve the registry, migrate its database, manage site tokens."""
+
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.cli.service import LogLevel, migrate_schema
 from atoll.cli.sites import SiteArgument, TokenOption, UrlOption, client_for, resolve_site
 from atoll.platform.core.errors import AtollError
 
@@ -15,13 +17,6 @@ app = typer.Typer(
 )
 token_app = typer.Typer(help="Site tokens: issue, list, revoke.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
-
-
-class LogLevel(StrEnum):
-    debug = "debug"
-    info = "info"
-    warning = "warning"
-    error = "error"
 
 
 @app.command("serve")
@@ -51,24 +46,11 @@ def migrate(
     revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
 ) -> None:
     """Create or upgrade the registry's database schema (Alembic)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from atoll.platform.service.database import describe_url
     from atoll.registry.core.config import registry_settings
     from atoll.registry.migrate import SCHEMA
 
     url = database_url or registry_settings().resolved_database_url
-    try:
-        before, after = SCHEMA.upgrade(url, revision)
-    except SQLAlchemyError as e:
-        problem = str(e).splitlines()[0]
-        raise AtollError(
-            f"cannot migrate the registry database at {describe_url(url)}: {problem}"
-        ) from e
-    was = ", ".join(before.current) or "empty"
-    now = ", ".join(after.current) or "empty"
-    verb = "already at" if before.current == after.current else f"migrated from {was} to"
-    print(f"{describe_url(url)}: {verb} {now}")
+    migrate_schema(SCHEMA, url, revision, "the registry database")
 
 
 @token_app.command("create")

@@ -15,7 +15,7 @@ import numpy as np
 
 from atoll.platform.bus.messages import StartJob, TlsFiles
 from atoll.platform.control.wan import bsp_bytes_per_clock
-from atoll.platform.data import load_dataset
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.plan import plan_site_jobs
 from atoll.platform.model.zoo import build_model, model_signature

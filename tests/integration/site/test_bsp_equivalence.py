@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from atoll.platform.data import load_dataset
-from atoll.platform.site import OptimizerSpec, SiteJob, train_site
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.site.reference import train_single_process
+from atoll.platform.site.run import train_site
+from atoll.platform.site.spec import OptimizerSpec, SiteJob
 
 pytestmark = pytest.mark.integration
 STEPS = 20

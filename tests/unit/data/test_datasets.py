@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data import load_dataset
-from atoll.platform.data.datasets import read_idx
+from atoll.platform.data.datasets import DATASETS, load_dataset, read_idx
+from atoll.platform.data.names import DATASET_NAMES
 
 
 def write_idx(path: Path, array: np.ndarray, compress: bool = True) -> Path:
@@ -90,3 +90,7 @@ def test_real_fashion_mnist_has_its_documented_shape(fashion_mnist: Path) -> Non
     assert torch.bincount(data.train.y).tolist() == [6000] * 10
     # Normalised with the training set's statistics: mean ~0, std ~1.
     assert abs(float(data.train.x.mean())) < 0.01 and abs(float(data.train.x.std()) - 1) < 0.01
+
+
+def test_every_dataset_name_a_spec_accepts_has_a_loader() -> None:
+    assert set(DATASETS) == set(DATASET_NAMES)

@@ -3,7 +3,7 @@ import pytest
 from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.spec import GeoSpec
-from atoll.platform.site.optim import OptimizerSpec
+from atoll.platform.site.spec import OptimizerSpec
 
 
 @pytest.mark.parametrize(("staleness", "momentum"), [(0, 0.9), (1, 0.8), (2, 0.7), (20, 0.0)])

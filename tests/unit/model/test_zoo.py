@@ -3,7 +3,9 @@ import torch
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.data.datasets import Dataset
-from atoll.platform.model import build_model, evaluate, model_signature
+from atoll.platform.model.evaluate import evaluate
+from atoll.platform.model.names import MODEL_NAMES
+from atoll.platform.model.zoo import MODELS, build_model, model_signature
 
 
 @pytest.mark.parametrize("name", ["cnn", "mlp"])
@@ -48,3 +50,7 @@ def test_evaluate_counts_correct_predictions() -> None:
     x = torch.tensor([[5.0, 0.0], [0.0, 5.0], [5.0, 0.0], [0.0, 5.0]])
     result = evaluate(model, Dataset(x, torch.tensor([0, 1, 1, 1]), ("a", "b")), batch_size=3)
     assert result.accuracy == 0.75
+
+
+def test_every_model_name_a_spec_accepts_has_a_builder() -> None:
+    assert set(MODELS) == set(MODEL_NAMES)

@@ -3,11 +3,11 @@
 import torch
 from torch import nn
 
-from atoll.platform.data import load_dataset
-from atoll.platform.model import build_model
+from atoll.platform.data.datasets import load_dataset
+from atoll.platform.model.zoo import build_model
 from atoll.platform.sim.replica import SiteReplica
-from atoll.platform.site import OptimizerSpec
 from atoll.platform.site.flat import FlatModel
+from atoll.platform.site.spec import OptimizerSpec
 
 
 def test_a_lookahead_moves_where_the_gradient_is_taken_not_where_the_step_starts() -> None:

@@ -5,10 +5,11 @@ import pytest
 import torch
 from torch import nn
 
-from atoll.platform.model import build_model
-from atoll.platform.site import OptimizerSpec, SiteLayout
+from atoll.platform.model.zoo import build_model
 from atoll.platform.site.flat import FlatModel, shifted
-from atoll.platform.site.optim import ShardOptimizer
+from atoll.platform.site.layout import SiteLayout
+from atoll.platform.site.optim import ShardOptimizer, build_optimizer
+from atoll.platform.site.spec import OptimizerSpec
 
 
 def test_parameters_and_gradients_are_views_of_the_flat_buffers() -> None:
@@ -28,7 +29,7 @@ def test_parameters_and_gradients_are_views_of_the_flat_buffers() -> None:
 def test_stepping_shard_slices_equals_stepping_the_whole_model(name: str) -> None:
     spec = OptimizerSpec(name=name, lr=0.01, weight_decay=1e-4)
     reference = build_model("cnn", (1, 8, 8), 10, seed=3)
-    stock = spec.build(list(reference.parameters()))
+    stock = build_optimizer(spec, list(reference.parameters()))
     flat = FlatModel(build_model("cnn", (1, 8, 8), 10, seed=3))
     layout = SiteLayout(workers=1, shards=3)
     shards = []

@@ -3,7 +3,7 @@ import itertools
 import pytest
 
 from atoll.platform.core.errors import AtollError
-from atoll.platform.site import SiteLayout
+from atoll.platform.site.layout import SiteLayout
 
 
 @pytest.mark.parametrize(("n", "shards"), [(10, 1), (10, 3), (11, 4), (7, 7), (1000, 6)])

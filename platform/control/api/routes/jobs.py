@@ -24,7 +24,7 @@ from atoll.platform.control.schemas import (
     SamplePage,
 )
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data import check_dataset
+from atoll.platform.data.datasets import check_dataset
 from atoll.platform.service.errors import Conflict, Invalid, NotFound
 from atoll.platform.service.sql import utcnow
 
