@@ -9,6 +9,7 @@ import statistics
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from rich.console import Console
@@ -65,7 +66,7 @@ def run(
             for name in names:
                 samples[name].append(setups[name](repeat, Path(tmp)))
     plain_median = statistics.median(samples[_PLAIN])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "setup": name,
             "samples_per_s": statistics.median(values),

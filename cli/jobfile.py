@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from atoll.cli.errors import problems
 from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.job import GeoJob
 
@@ -47,11 +48,3 @@ def resolve_job(path: Path | None, options: dict[str, Any]) -> GeoJob:
         return GeoJob.model_validate(fields)
     except ValidationError as e:
         raise AtollError(f"{path}: {problems(e)}" if path else problems(e)) from None
-
-
-def problems(error: ValidationError) -> str:
-    """Each field that is wrong and why, on one line."""
-    return "; ".join(
-        f"{'.'.join(str(part) for part in e['loc']) or '(the whole spec)'}: {e['msg']}"
-        for e in error.errors()
-    )

@@ -1,13 +1,9 @@
 """The `atoll` command. Importing it loads no torch: each command loads what it runs."""
 
-import sys
-
 import typer
-from pydantic import ValidationError
 
 from atoll.cli import bench, control, data, demo, edge, registry, sim, site, sites, train
-from atoll.cli.jobfile import problems
-from atoll.platform.core.errors import AtollError
+from atoll.cli.errors import run
 
 app = typer.Typer(
     name="atoll",
@@ -30,18 +26,3 @@ app.add_typer(edge.app, name="edge")
 
 def main() -> None:
     run(app, "atoll")
-
-
-def run(command: typer.Typer, prog_name: str) -> None:
-    """Run `command`; a bad input ends it with one line that names the problem, exit code 2."""
-    try:
-        command(prog_name=prog_name)
-    except AtollError as e:
-        _fail(str(e))
-    except ValidationError as e:
-        _fail(problems(e))
-
-
-def _fail(message: str) -> None:
-    print(f"atoll: error: {message}", file=sys.stderr)
-    sys.exit(2)

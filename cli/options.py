@@ -64,8 +64,8 @@ def spec_default(path: str, model: type[BaseModel] = GeoJob) -> str:
     head, _, rest = path.partition(".")
     field = model.model_fields[head]
     if rest:
-        nested = {"optimizer": OptimizerSpec, "geo": GeoSpec}[head]
-        return spec_default(rest, nested)
+        nested: dict[str, type[BaseModel]] = {"optimizer": OptimizerSpec, "geo": GeoSpec}
+        return spec_default(rest, nested[head])
     return "none" if field.default is None else str(field.default)
 
 

@@ -16,7 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from atoll.cli import options as o
-from atoll.cli.jobfile import problems, resolve_job
+from atoll.cli.errors import problems
+from atoll.cli.jobfile import resolve_job
 from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.spec import SiteJob

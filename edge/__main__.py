@@ -2,7 +2,7 @@
 and scripts that name the service's package."""
 
 from atoll.cli.edge import app
-from atoll.cli.main import run
+from atoll.cli.errors import run
 
 if __name__ == "__main__":
     run(app, "python -m atoll.edge")

@@ -13,8 +13,8 @@ import time
 from collections import deque
 
 from atoll.platform.bus.connection import Bus, keep_trying
+from atoll.platform.bus.keys import liveness_ttl_s
 from atoll.platform.bus.messages import AgentStatus, Beat, Command, Telemetry
-from atoll.platform.control.liveness import liveness_ttl_s
 
 _BACKLOG = 2000  # telemetry samples kept while Redis is away
 

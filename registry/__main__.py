@@ -1,7 +1,7 @@
 """`python -m atoll.registry serve|migrate|token ...`: the same as `atoll registry ...`, for
 images and scripts that name the service's package."""
 
-from atoll.cli.main import run
+from atoll.cli.errors import run
 from atoll.cli.registry import app
 
 if __name__ == "__main__":

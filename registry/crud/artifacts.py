@@ -103,7 +103,7 @@ def list_artifacts(
 
 
 def lineage(session: Session, artifact: ModelArtifact) -> list[ModelArtifact]:
-    ancestors = []
+    ancestors: list[ModelArtifact] = []
     current = artifact
     while current.parent_id is not None and len(ancestors) < MAX_LINEAGE:
         current = get_artifact(session, current.parent_id)
@@ -113,15 +113,15 @@ def lineage(session: Session, artifact: ModelArtifact) -> list[ModelArtifact]:
 
 def artifact_out(artifact: ModelArtifact) -> Artifact:
     return Artifact(
-        id=artifact.id,  # type: ignore[arg-type]
+        id=artifact.id,
         job=artifact.job,
-        sites=artifact.site_ids,  # type: ignore[arg-type]
+        sites=artifact.site_ids,
         clock=artifact.clock,
         checksum=artifact.checksum,
         size_bytes=artifact.size_bytes,
         uri=artifact.uri,
         model_signature=artifact.model_signature,
-        parent=artifact.parent_id,  # type: ignore[arg-type]
+        parent=artifact.parent_id,
         created_at=artifact.created_at,
         created_by=artifact.created_by,
     )

@@ -23,7 +23,7 @@ def site_status(site: Site, now: datetime, window_s: float) -> SiteStatus:
 
 def site_out(site: Site, now: datetime, window_s: float) -> SiteOut:
     return SiteOut(
-        id=site.id,  # type: ignore[arg-type]
+        id=site.id,
         name=site.name,
         region=site.region,
         endpoint=site.endpoint,

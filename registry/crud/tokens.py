@@ -74,7 +74,7 @@ def revoke_all(session: Session, site_id: str, now: datetime, keep: str | None =
 def token_info(row: SiteToken) -> TokenInfo:
     return TokenInfo(
         id=row.id,
-        site_id=row.site_id,  # type: ignore[arg-type]
+        site_id=row.site_id,
         hint=row.hint,
         created_at=row.created_at,
         revoked_at=row.revoked_at,

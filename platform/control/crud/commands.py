@@ -13,6 +13,7 @@ from atoll.platform.bus.messages import Command as CommandMessage
 from atoll.platform.bus.messages import CommandKind, StartJob
 from atoll.platform.control.delivery import OPEN
 from atoll.platform.control.models import Command
+from atoll.platform.control.states import CommandState
 
 
 def issue(
@@ -49,7 +50,7 @@ def supersede(session: Session, job_id: str, kind: CommandKind, detail: str) -> 
         Command.job_id == job_id, Command.kind == kind, Command.state == OPEN
     )
     for command in session.scalars(query):
-        command.state, command.detail = "superseded", detail
+        command.state, command.detail = CommandState.superseded, detail
 
 
 def list_commands(
@@ -68,7 +69,7 @@ def as_message(command: Command) -> CommandMessage:
     return CommandMessage(
         id=command.id,
         site=command.site,
-        kind=command.kind,  # type: ignore[arg-type]
+        kind=command.kind,
         job_id=command.job_id,
         issued_at=command.issued_at,
         start=start,

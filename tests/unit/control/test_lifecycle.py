@@ -1,11 +1,12 @@
 from atoll.platform.control.lifecycle import SiteView, next_job_state, sites_to_close
+from atoll.platform.control.states import SiteState
 
 
 def views(**states: str | tuple[str, bool | None]) -> dict[str, SiteView]:
     out = {}
     for name, value in states.items():
         state, online = value if isinstance(value, tuple) else (value, True)
-        out[name] = SiteView(state, online)  # type: ignore[arg-type]
+        out[name] = SiteView(SiteState(state), online)
     return out
 
 

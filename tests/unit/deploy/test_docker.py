@@ -389,13 +389,3 @@ def test_every_atoll_variable_is_a_setting_of_its_service(
         assert key.startswith("ATOLL_") and field in settings.model_fields, (
             f"{name}: {key} is not a setting of {cls}, so it would be ignored"
         )
-
-
-def test_the_example_jobs_are_valid_job_specs() -> None:
-    from atoll.platform.geo.job import GeoJob
-
-    examples = sorted((REPO_ROOT / "deploy" / "jobs").glob("*.yaml"))
-    assert examples
-    for path in examples:
-        job = GeoJob.model_validate(yaml.safe_load(path.read_text()))
-        assert job.geo.policy == "asp", path

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.models import Job, Site
 from atoll.platform.control.schemas import JobOut, JobSiteOut
+from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.schemas import ErrorBody
 
 V1 = "/v1"
@@ -32,10 +33,10 @@ def job_out(session: Session, job: Job) -> JobOut:
     return JobOut(
         id=job.id,
         name=job.name,
-        state=job.state,  # type: ignore[arg-type]
+        state=job.state,
         message=job.message,
         tls=job.tls,
-        spec=job.spec,  # type: ignore[arg-type]
+        spec=GeoJob.model_validate(job.spec),
         sites=[
             JobSiteOut.model_validate(
                 {**{c: getattr(p, c) for c in _PART_FIELDS}, "online": online[p.site]}

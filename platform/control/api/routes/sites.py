@@ -11,6 +11,7 @@ from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.models import Site
 from atoll.platform.control.schemas import SiteList, SiteOut
+from atoll.platform.control.states import SiteStatus
 from atoll.platform.service.errors import Conflict, NotFound
 from atoll.platform.service.sql import utcnow
 
@@ -34,7 +35,7 @@ def get_site(name: str, session: ReadSession) -> SiteOut:
 def drain(name: str, session: WriteSession) -> SiteOut:
     """Its agent stops its job at the next clock, with a checkpoint, and takes no new job
     until activated. The job goes on at the other sites."""
-    return _decide(session, name, "draining", "drain")
+    return _decide(session, name, SiteStatus.draining, "drain")
 
 
 @router.post(
@@ -45,19 +46,19 @@ def drain(name: str, session: WriteSession) -> SiteOut:
 )
 def activate(name: str, session: WriteSession) -> SiteOut:
     """It takes jobs again, and resumes (from its checkpoint) a job it stopped for the drain."""
-    return _decide(session, name, "active", "activate")
+    return _decide(session, name, SiteStatus.active, "activate")
 
 
 @router.delete("/{name}", dependencies=[Admin], responses=errors(404, 409), summary="Remove a site")
 def remove(name: str, session: WriteSession) -> SiteOut:
     """Like a drain, and the site is left out of listings of active sites until it is
     activated again; its history stays."""
-    return _decide(session, name, "removed", "remove")
+    return _decide(session, name, SiteStatus.removed, "remove")
 
 
-def _decide(session: Session, name: str, state: str, kind: CommandKind) -> SiteOut:
+def _decide(session: Session, name: str, state: SiteStatus, kind: CommandKind) -> SiteOut:
     site = _site(session, name)
-    if site.state == "removed" and kind == "drain":
+    if site.state == SiteStatus.removed and kind == "drain":
         raise Conflict(f"site {name} is removed; activate it first", "name", "path")
     if site.state != state:
         site.state, site.updated_at = state, utcnow()
@@ -77,7 +78,7 @@ def _out(site: Site, job: str | None) -> SiteOut:
     endpoint = f"{site.geo_host}:{site.geo_port}" if site.geo_host and site.geo_port else None
     return SiteOut(
         name=site.name,
-        state=site.state,  # type: ignore[arg-type]
+        state=site.state,
         online=site.online,
         agent_state=site.agent_state,
         region=site.region,
