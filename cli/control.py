@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -34,6 +35,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 JobArgument = Annotated[str, typer.Argument(help="The job's id.")]
 SiteArgument = Annotated[str, typer.Argument(help="The site's name.")]
 FINAL = ("completed", "failed", "cancelled")
+JOB_COLUMNS = ("site", "state", "online", "clock", "accuracy", "MB sent", "stall s", "restarts")
 
 
 def _client(url: str | None, token: str | None) -> "ControlClient":
@@ -211,22 +213,23 @@ def remove(site: SiteArgument, url: UrlOption = None, token: TokenOption = None)
 
 
 def job_table(job: "JobOut", title: str | None = None) -> Table:
-    """A job's sites: state, clock, accuracy, WAN bytes, stall, restarts."""
+    """A job's sites: state, clock, accuracy, WAN bytes, stall, restarts. It fits an
+    80-column terminal: no outer edge, no rules between columns, headers never cut."""
     table = Table(
         title=title or f"{job.name} ({job.id}): {job.state}",
         caption=job.message or None,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
     )
-    for column in (
-        "site",
-        "state",
-        "online",
-        "clock",
-        "accuracy",
-        "MB sent",
-        "stall s",
-        "restarts",
-    ):
-        table.add_column(column, justify="left" if column in ("site", "state") else "right")
+    for column in JOB_COLUMNS:
+        table.add_column(
+            column,
+            justify="left" if column in ("site", "state") else "right",
+            min_width=len(column),
+            no_wrap=True,
+        )
     for s in job.sites:
         accuracy = s.final_accuracy if s.final_accuracy is not None else s.accuracy
         table.add_row(

@@ -2,7 +2,6 @@
 
 import json
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 
@@ -21,12 +20,7 @@ class RunLog:
     def __enter__(self) -> "RunLog":
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

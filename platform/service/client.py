@@ -7,7 +7,6 @@ import os
 import random
 import time
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
 import httpx
@@ -79,12 +78,7 @@ class ServiceClient:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _call(

@@ -14,6 +14,7 @@ from atoll.platform.bus.messages import CommandKind, StartJob
 from atoll.platform.control.delivery import OPEN
 from atoll.platform.control.models import Command
 from atoll.platform.control.states import CommandState
+from atoll.platform.service.schemas import from_row
 
 
 def issue(
@@ -66,11 +67,4 @@ def list_commands(
 
 def as_message(command: Command) -> CommandMessage:
     start = StartJob.model_validate(command.payload) if command.kind == "start_job" else None
-    return CommandMessage(
-        id=command.id,
-        site=command.site,
-        kind=command.kind,
-        job_id=command.job_id,
-        issued_at=command.issued_at,
-        start=start,
-    )
+    return from_row(CommandMessage, command, start=start)

@@ -30,12 +30,15 @@ def test_sim_writes_its_summary_log_and_plot(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     for key in ("final_accuracy", "min_site_accuracy", "time_to_target_s", "wan_bytes", "stall_s"):
         assert key in summary
-    assert summary["time_kind"] == "virtual" and summary["clocks"] == 30
-    assert len(summary["links"]) == 12 and summary["config"]["geo"]["policy"] == "asp"
+    assert summary["time_kind"] == "virtual"
+    assert summary["clocks"] == 30
+    assert len(summary["links"]) == 12
+    assert summary["config"]["geo"]["policy"] == "asp"
     assert summary["min_site_accuracy"] <= summary["final_accuracy"]
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     points = [e for e in log if e["kind"] == "point"]
-    assert [p["clock"] for p in points] == [10, 20, 30] and "links" in points[0]
+    assert [p["clock"] for p in points] == [10, 20, 30]
+    assert "links" in points[0]
     assert (out / "timeline.png").stat().st_size > 10_000
 
 
@@ -54,4 +57,5 @@ def test_bad_sim_options_are_one_clear_line(tmp_path: Path, args: list[str], mes
         "sim", "--dataset", "digits", "--clocks", "5", "--out", str(tmp_path / "r"), *args
     )
     assert result.returncode == 2, result.stderr
-    assert message in result.stderr and "Traceback" not in result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

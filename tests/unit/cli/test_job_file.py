@@ -59,8 +59,8 @@ def test_options_nest_as_the_specs_fields() -> None:
 
 
 def test_every_option_names_a_field_of_the_spec() -> None:
-    for name, path in o.SPEC_FIELDS.items():
-        assert o.spec_default(path), name
+    for name, option in o.JOB_OPTIONS.items():
+        assert o.spec_default(option.spec_field), name
 
 
 def test_adam_without_a_learning_rate_gets_adams_default(tmp_path: Path) -> None:

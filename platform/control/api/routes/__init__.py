@@ -8,7 +8,7 @@ from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.models import Job, Site
 from atoll.platform.control.schemas import JobOut, JobSiteOut
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.service.schemas import ErrorBody
+from atoll.platform.service.schemas import ErrorBody, from_row
 
 V1 = "/v1"
 
@@ -30,39 +30,11 @@ def job_out(session: Session, job: Job) -> JobOut:
     parts = job_store.job_sites(session, job.id)
     online = {p.site: bool(s.online) if (s := session.get(Site, p.site)) else False for p in parts}
     clock = max((p.clock for p in parts), default=0)
-    return JobOut(
-        id=job.id,
-        name=job.name,
-        state=job.state,
-        message=job.message,
-        tls=job.tls,
+    return from_row(
+        JobOut,
+        job,
         spec=GeoJob.model_validate(job.spec),
-        sites=[
-            JobSiteOut.model_validate(
-                {**{c: getattr(p, c) for c in _PART_FIELDS}, "online": online[p.site]}
-            )
-            for p in parts
-        ],
-        params=job.params,
+        sites=[from_row(JobSiteOut, p, online=online[p.site]) for p in parts],
         wan_bytes=sum(p.wan_bytes for p in parts),
         bsp_wan_bytes=None if job.bsp_bytes_per_clock is None else job.bsp_bytes_per_clock * clock,
-        submitted_at=job.submitted_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
     )
-
-
-_PART_FIELDS = (
-    "site",
-    "state",
-    "clock",
-    "total_clocks",
-    "accuracy",
-    "final_accuracy",
-    "wan_bytes",
-    "stall_s",
-    "restarts",
-    "samples",
-    "stop_reason",
-    "message",
-)

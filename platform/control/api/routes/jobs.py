@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.api.deps import Admin, ReadSession, WriteSession
+from atoll.platform.control.api.deps import Admin
 from atoll.platform.control.api.routes import V1, errors, job_out
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
@@ -26,6 +26,7 @@ from atoll.platform.control.schemas import (
 from atoll.platform.control.states import JobState
 from atoll.platform.core.errors import AtollError
 from atoll.platform.data.datasets import check_dataset
+from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Conflict, Invalid, NotFound
 from atoll.platform.service.sql import utcnow
 

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
 from atoll.platform.bus.messages import CommandKind
-from atoll.platform.control.api.deps import Admin, ReadSession, WriteSession
+from atoll.platform.control.api.deps import Admin
 from atoll.platform.control.api.routes import V1, errors
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
@@ -12,7 +12,9 @@ from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.models import Site
 from atoll.platform.control.schemas import SiteList, SiteOut
 from atoll.platform.control.states import SiteStatus
+from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Conflict, NotFound
+from atoll.platform.service.schemas import from_row
 from atoll.platform.service.sql import utcnow
 
 router = APIRouter(prefix=f"{V1}/sites", tags=["sites"])
@@ -76,18 +78,4 @@ def _site(session: Session, name: str) -> Site:
 
 def _out(site: Site, job: str | None) -> SiteOut:
     endpoint = f"{site.geo_host}:{site.geo_port}" if site.geo_host and site.geo_port else None
-    return SiteOut(
-        name=site.name,
-        state=site.state,
-        online=site.online,
-        agent_state=site.agent_state,
-        region=site.region,
-        registry_id=site.registry_id,
-        geo_endpoint=endpoint,
-        geo_ports=site.geo_ports,
-        job=job,
-        version=site.version,
-        duplicates=site.duplicates,
-        first_seen_at=site.first_seen_at,
-        last_seen_at=site.last_seen_at,
-    )
+    return from_row(SiteOut, site, geo_endpoint=endpoint, job=job)
