@@ -12,8 +12,8 @@ from rich.live import Live
 from rich.table import Table
 
 from atoll.cli import options as o
+from atoll.cli import service
 from atoll.cli.jobfile import resolve_job
-from atoll.cli.service import LogLevel, migrate_schema
 
 if TYPE_CHECKING:
     from atoll.platform.control.client import ControlClient
@@ -24,6 +24,12 @@ app = typer.Typer(
     "drain, activate and remove sites.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+)
+CONTROL = service.Service(
+    database="the control plane's database",
+    app="atoll.platform.control.main:create_app",
+    settings="atoll.platform.control.core.config:control_settings",
+    schema="atoll.platform.control.migrate:SCHEMA",
 )
 UrlOption = Annotated[
     str | None, typer.Option("--url", help="Control plane URL [env: ATOLL_CONTROL_URL].")
@@ -46,35 +52,26 @@ def _client(url: str | None, token: str | None) -> "ControlClient":
 
 @app.command("serve")
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8800,
-    migrate: Annotated[
-        bool, typer.Option(help="Migrate the database first (as `atoll control migrate`).")
-    ] = False,
-    log_level: Annotated[LogLevel, typer.Option()] = LogLevel.info,
-    access_log: Annotated[bool, typer.Option(help="Log every request.")] = True,
+    host: service.Host = "127.0.0.1",
+    port: service.Port = 8800,
+    migrate: service.Migrate = False,
+    log_level: service.Level = service.LogLevel.info,
+    access_log: service.AccessLog = True,
 ) -> None:
-    """Run the control plane. Database from ATOLL_DATABASE_URL (default: a SQLite file under
-    ATOLL_STATE_DIR); Redis from ATOLL_REDIS_URL; admin tokens from ATOLL_ADMIN_TOKEN."""
-    from atoll.platform.control.core.config import control_settings
-    from atoll.platform.control.server import serve as run
+    """Run the control plane, in one process: its dispatcher is the single writer of job
+    states. Database from ATOLL_DATABASE_URL (default: a SQLite file under ATOLL_STATE_DIR);
+    Redis from ATOLL_REDIS_URL; admin tokens from ATOLL_ADMIN_TOKEN."""
+    service.serve(
+        CONTROL,
+        host=host,
+        port=port,
+        migrate=migrate,
+        log_level=log_level,
+        access_log=access_log,
+    )
 
-    run(control_settings(), host, port, migrate, log_level.value, access_log)
 
-
-@app.command("migrate")
-def migrate(
-    database_url: Annotated[
-        str | None, typer.Option(help="SQLAlchemy URL [env: ATOLL_DATABASE_URL].")
-    ] = None,
-    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
-) -> None:
-    """Create or upgrade the control plane's database schema (Alembic)."""
-    from atoll.platform.control.core.config import control_settings
-    from atoll.platform.control.migrate import SCHEMA
-
-    url = database_url or control_settings().resolved_database_url
-    migrate_schema(SCHEMA, url, revision, "the control plane's database")
+service.add_migrate_command(app, CONTROL)
 
 
 @app.command("submit")

@@ -6,7 +6,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from atoll.cli.service import LogLevel, migrate_schema
+from atoll.cli import service
 from atoll.cli.sites import SiteArgument, TokenOption, UrlOption, client_for, resolve_site
 from atoll.platform.core.errors import AtollError
 
@@ -15,42 +15,39 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,  # also run on its own, as `python -m atoll.registry`
 )
+REGISTRY = service.Service(
+    database="the registry database",
+    app="atoll.registry.main:create_app",
+    settings="atoll.registry.core.config:registry_settings",
+    schema="atoll.registry.migrate:SCHEMA",
+)
 token_app = typer.Typer(help="Site tokens: issue, list, revoke.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 
 
 @app.command("serve")
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8700,
+    host: service.Host = "127.0.0.1",
+    port: service.Port = 8700,
     workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
-    migrate: Annotated[
-        bool, typer.Option(help="Migrate the database first (as `atoll registry migrate`).")
-    ] = False,
-    log_level: Annotated[LogLevel, typer.Option()] = LogLevel.info,
-    access_log: Annotated[bool, typer.Option(help="Log every request.")] = True,
+    migrate: service.Migrate = False,
+    log_level: service.Level = service.LogLevel.info,
+    access_log: service.AccessLog = True,
 ) -> None:
     """Run the registry's HTTP API. Database from ATOLL_DATABASE_URL (default: a SQLite file
     under ATOLL_STATE_DIR); admin tokens from ATOLL_ADMIN_TOKEN."""
-    from atoll.registry.core.config import registry_settings
-    from atoll.registry.server import serve as run
+    service.serve(
+        REGISTRY,
+        host=host,
+        port=port,
+        workers=workers,
+        migrate=migrate,
+        log_level=log_level,
+        access_log=access_log,
+    )
 
-    run(registry_settings(), host, port, workers, migrate, log_level.value, access_log)
 
-
-@app.command("migrate")
-def migrate(
-    database_url: Annotated[
-        str | None, typer.Option(help="SQLAlchemy URL [env: ATOLL_DATABASE_URL].")
-    ] = None,
-    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
-) -> None:
-    """Create or upgrade the registry's database schema (Alembic)."""
-    from atoll.registry.core.config import registry_settings
-    from atoll.registry.migrate import SCHEMA
-
-    url = database_url or registry_settings().resolved_database_url
-    migrate_schema(SCHEMA, url, revision, "the registry database")
+service.add_migrate_command(app, REGISTRY)
 
 
 @token_app.command("create")

@@ -1,9 +1,10 @@
 """The probes both services serve outside /v1, without a token: `/healthz` (the process is
 up), `/readyz` (it can serve: each service says what that takes) and `/metrics`."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 
 from atoll.platform.service.schemas import Health, Readiness
@@ -13,23 +14,25 @@ METRICS_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def probe_router() -> APIRouter:
-    """A router with `/healthz`; the service adds `/readyz` and `/metrics`."""
+def probe_router(ready: Callable[..., Readiness], model: type[Readiness], what: str) -> APIRouter:
+    """`/healthz` and `/readyz`, whose answer `ready` gives (a route dependency: FastAPI
+    fills in its own dependencies, and runs it in its thread pool); `what` says what ready
+    means. The service adds `/metrics`."""
     router = APIRouter(tags=["health"])
 
     @router.get("/healthz", summary="The process is up")
     async def healthz() -> Health:
         return Health(status="ok")
 
+    @router.get(
+        "/readyz",
+        responses={
+            200: {"model": model, "description": "ready"},
+            503: {"model": model, "description": "not ready: see `problem`"},
+        },
+        summary=what,
+    )
+    async def readyz(body: Annotated[Readiness, Depends(ready)]) -> Response:
+        return JSONResponse(body.model_dump(), status_code=503 if body.problem else 200)
+
     return router
-
-
-def readiness_responses(model: type[Readiness]) -> dict[int | str, dict[str, Any]]:
-    return {
-        200: {"model": model, "description": "ready"},
-        503: {"model": model, "description": "not ready: see `problem`"},
-    }
-
-
-def readiness_response(body: Readiness) -> JSONResponse:
-    return JSONResponse(body.model_dump(), status_code=503 if body.problem else 200)

@@ -38,3 +38,9 @@ def from_row(model: type[M], row: object, **computed: Any) -> M:
     name, but those given in `computed` (renamed, derived or joined in)."""
     copied = {name: getattr(row, name) for name in model.model_fields if name not in computed}
     return model.model_validate({**copied, **computed})
+
+
+def error_docs(meaning: dict[int, str], *statuses: int) -> dict[int | str, Any]:
+    """OpenAPI entries for the error answers a route can give, all of them `ErrorBody`:
+    `statuses`, each described by `meaning`."""
+    return {s: {"model": ErrorBody, "description": meaning[s]} for s in statuses}

@@ -4,12 +4,7 @@ from fastapi import Response
 from sqlalchemy.exc import SQLAlchemyError
 
 from atoll.platform.service.deps import DatabaseDep
-from atoll.platform.service.health import (
-    METRICS_RESPONSES,
-    probe_router,
-    readiness_response,
-    readiness_responses,
-)
+from atoll.platform.service.health import METRICS_RESPONSES, probe_router
 from atoll.platform.service.schema import readiness
 from atoll.platform.service.schemas import Readiness
 from atoll.registry.api.deps import Now, SettingsDep
@@ -17,16 +12,12 @@ from atoll.registry.core import metrics
 from atoll.registry.crud.sites import count_by_status
 from atoll.registry.migrate import SCHEMA
 
-router = probe_router()
+
+def _readiness(database: DatabaseDep) -> Readiness:
+    return readiness(database, SCHEMA)
 
 
-@router.get(
-    "/readyz",
-    responses=readiness_responses(Readiness),
-    summary="The database is reachable and its schema current",
-)
-def readyz(database: DatabaseDep) -> Response:
-    return readiness_response(readiness(database, SCHEMA))
+router = probe_router(_readiness, Readiness, "The database is reachable and its schema current")
 
 
 @router.get(

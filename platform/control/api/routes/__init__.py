@@ -8,22 +8,24 @@ from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.models import Job, Site
 from atoll.platform.control.schemas import JobOut, JobSiteOut
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.service.schemas import ErrorBody, from_row
+from atoll.platform.service.schemas import error_docs, from_row
 
 V1 = "/v1"
 
 
-def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI entries for the error answers a route can give, all of them `ErrorBody`."""
-    meaning = {
-        401: "missing or wrong admin token",
-        403: "not allowed",
-        404: "no such record",
-        409: "conflicts with the current state",
-        422: "invalid request: `problems` names each field and what is wrong",
-        503: "database unavailable; retry",
-    }
-    return {s: {"model": ErrorBody, "description": meaning[s]} for s in (422, 503, *statuses)}
+ERROR_MEANINGS = {
+    401: "missing or wrong admin token",
+    403: "not allowed",
+    404: "no such record",
+    409: "conflicts with the current state",
+    422: "invalid request: `problems` names each field and what is wrong",
+    503: "database unavailable; retry",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, Any]:
+    """OpenAPI entries for the error answers a route can give."""
+    return error_docs(ERROR_MEANINGS, 422, 503, *statuses)
 
 
 def job_out(session: Session, job: Job) -> JobOut:

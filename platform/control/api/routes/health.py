@@ -2,31 +2,14 @@
 them."""
 
 from fastapi import Response
-from fastapi.concurrency import run_in_threadpool
 
 from atoll.platform.control.api.deps import ServiceDep
 from atoll.platform.control.core import metrics
 from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.schemas import Readiness
 from atoll.platform.service.deps import DatabaseDep
-from atoll.platform.service.health import (
-    METRICS_RESPONSES,
-    probe_router,
-    readiness_response,
-    readiness_responses,
-)
+from atoll.platform.service.health import METRICS_RESPONSES, probe_router
 from atoll.platform.service.schema import readiness
-
-router = probe_router()
-
-
-@router.get(
-    "/readyz",
-    responses=readiness_responses(Readiness),
-    summary="The database is reachable with its schema current, and Redis is reachable",
-)
-async def readyz(database: DatabaseDep, service: ServiceDep) -> Response:
-    return readiness_response(await run_in_threadpool(_readiness, database, service))
 
 
 def _readiness(database: DatabaseDep, service: ServiceDep) -> Readiness:
@@ -39,6 +22,13 @@ def _readiness(database: DatabaseDep, service: ServiceDep) -> Readiness:
         redis=redis_problem or "ok",
         problem=problem,
     )
+
+
+router = probe_router(
+    _readiness,
+    Readiness,
+    "The database is reachable with its schema current, and Redis is reachable",
+)
 
 
 @router.get(
