@@ -61,14 +61,7 @@ def serve(
     """Run the control plane, in one process: its dispatcher is the single writer of job
     states. Database from ATOLL_DATABASE_URL (default: a SQLite file under ATOLL_STATE_DIR);
     Redis from ATOLL_REDIS_URL; admin tokens from ATOLL_ADMIN_TOKEN."""
-    service.serve(
-        CONTROL,
-        host=host,
-        port=port,
-        migrate=migrate,
-        log_level=log_level,
-        access_log=access_log,
-    )
+    service.serve(CONTROL, host, port, migrate, log_level, access_log)
 
 
 service.add_migrate_command(app, CONTROL)

@@ -36,15 +36,7 @@ def serve(
 ) -> None:
     """Run the registry's HTTP API. Database from ATOLL_DATABASE_URL (default: a SQLite file
     under ATOLL_STATE_DIR); admin tokens from ATOLL_ADMIN_TOKEN."""
-    service.serve(
-        REGISTRY,
-        host=host,
-        port=port,
-        workers=workers,
-        migrate=migrate,
-        log_level=log_level,
-        access_log=access_log,
-    )
+    service.serve(REGISTRY, host, port, migrate, log_level, access_log, workers)
 
 
 service.add_migrate_command(app, REGISTRY)

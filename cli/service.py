@@ -40,7 +40,6 @@ AccessLog = Annotated[bool, typer.Option(help="Log every request.")]
 
 def serve(
     service: Service,
-    *,
     host: str,
     port: int,
     migrate: bool,
@@ -50,17 +49,11 @@ def serve(
 ) -> None:
     from atoll.platform.service.server import run_server
 
+    settings, schema = service.load(service.settings)(), service.load(service.schema)
     run_server(
-        service.app,
-        service.load(service.settings)(),
-        service.load(service.schema),
-        host=host,
-        port=port,
-        migrate=migrate,
-        log_level=log_level.value,
-        access_log=access_log,
-        workers=workers,
-    )
+        service.app, settings, schema, host=host, port=port, workers=workers, migrate=migrate,
+        log_level=log_level.value, access_log=access_log,
+    )  # fmt: skip
 
 
 def add_migrate_command(app: typer.Typer, service: Service) -> None:

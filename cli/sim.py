@@ -1,5 +1,6 @@
 """`atoll sim`: a geo job in virtual time, from the job file `atoll train` also runs."""
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -31,7 +32,6 @@ def sim(
     """Simulate a geo job in virtual time: real training math, modelled compute and WAN."""
     spec = resolve_job(job, o.overrides(job_options or {}))
     from atoll.platform.core.files import write_json
-    from atoll.platform.core.plots import plot_timelines
     from atoll.platform.core.rundir import claim_run_dir
     from atoll.platform.core.runlog import RunLog
     from atoll.platform.sim.simulator import GeoSimulation
@@ -62,14 +62,8 @@ def sim(
                 progress.update(task, completed=event["clock"], note=note)
 
         summary = GeoSimulation(spec, compute_profile, on_event=record).run()
-    write_json(out / "summary.json", summary)
-    plot = plot_timelines(
-        {summary["policy"]: summary["timeline"]},
-        out / "timeline.png",
-        f"{summary['policy']} on {spec.topology}, {spec.partition}",
-        "virtual time (s)",
-        spec.target_accuracy,
-    )
+    title = f"{summary['policy']} on {spec.topology}, {spec.partition}"
+    plot = write_record(out, summary, title, "virtual time (s)", spec.target_accuracy)
     reached = (
         f"target {spec.target_accuracy} at {summary['time_to_target_s']:.1f} s (clock "
         f"{summary['clocks_to_target']})"
@@ -85,3 +79,15 @@ def sim(
         f"stall {summary['stall_s']:.1f} s/site | "
         f"{summary['virtual_time_s']:.1f} s virtual in {summary['wall_s']:.0f} s | {plot}"
     )
+
+
+def write_record(
+    out: Path, summary: dict[str, Any], title: str, time_axis: str, target: float | None
+) -> Path:
+    """A geo job's summary.json, and its accuracy and bytes against time in timeline.png."""
+    from atoll.platform.core.files import write_json
+    from atoll.platform.core.plots import plot_timelines
+
+    write_json(out / "summary.json", summary)
+    timelines = {summary["policy"]: summary["timeline"]}
+    return plot_timelines(timelines, out / "timeline.png", title, time_axis, target)

@@ -18,6 +18,7 @@ from rich.table import Table
 from atoll.cli import options as o
 from atoll.cli.errors import problems
 from atoll.cli.jobfile import resolve_job
+from atoll.cli.sim import write_record
 from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.spec import SiteJob
@@ -216,7 +217,6 @@ def run_site(job: SiteJob, out: Path, *, resume: bool, overwrite: bool) -> None:
 
 def run_geo(job: GeoJob, out: Path, overwrite: bool, launch_options: dict[str, Any]) -> None:
     from atoll.platform.core.files import write_json
-    from atoll.platform.core.plots import plot_timelines
     from atoll.platform.core.rundir import claim_run_dir
     from atoll.platform.geo.launch import GeoLaunch
 
@@ -232,14 +232,8 @@ def run_geo(job: GeoJob, out: Path, overwrite: bool, launch_options: dict[str, A
     ):
         board.live = live
         summary = launch.run()
-    write_json(out / "summary.json", summary)
-    plot = plot_timelines(
-        {summary["policy"]: summary["timeline"]},
-        out / "timeline.png",
-        f"{summary['policy']} on {job.topology} (real runtime, loopback)",
-        "wall time (s)",
-        job.target_accuracy,
-    )
+    title = f"{summary['policy']} on {job.topology} (real runtime, loopback)"
+    plot = write_record(out, summary, title, "wall time (s)", job.target_accuracy)
     for failure in summary["failures"]:
         console.print(f"[red]site failed:[/red] {failure}")
     final = summary["final_accuracy"]

@@ -11,24 +11,12 @@ from atoll.platform.geo.job import GeoJob
 
 
 def job(sites: list[str], clocks: int) -> JobOut:
-    parts = [
-        JobSiteOut(
-            site=name,
-            state=SiteState.cancelled,  # the longest state's name
-            online=False,
-            clock=clocks,
-            total_clocks=clocks,
-            accuracy=0.8531,
-            final_accuracy=None,
-            wan_bytes=12_345_600_000,
-            stall_s=1234.5,
-            restarts=12,
-            samples=20_000,
-            stop_reason=None,
-            message=None,
-        )
-        for name in sites
-    ]
+    # The widest values each column shows: the longest state, five-digit clocks, ...
+    widest = {"state": SiteState.cancelled, "online": False, "clock": clocks}
+    widest |= {"total_clocks": clocks, "accuracy": 0.8531, "wan_bytes": 12_345_600_000}
+    widest |= {"stall_s": 1234.5, "restarts": 12, "samples": 20_000}
+    unset = dict.fromkeys(("final_accuracy", "stop_reason", "message"))
+    parts = [JobSiteOut.model_validate({"site": name, **widest, **unset}) for name in sites]
     return JobOut(
         id="3f2b1c9e-1234-4d5e-8f90-abcdef012345",
         name="demo",
