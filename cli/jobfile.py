@@ -7,7 +7,6 @@ gets one error that names the file and the field.
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from atoll.cli.errors import problems
@@ -17,6 +16,8 @@ from atoll.platform.geo.job import GeoJob
 
 def read_job_file(path: Path) -> dict[str, Any]:
     """The file's fields as a mapping (JSON is YAML too)."""
+    import yaml  # here: `atoll --help` has no use for it
+
     if not path.is_file():
         raise AtollError(f"no job file {path}")
     try:

@@ -159,8 +159,9 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
 
     done = finish(client, job.id)
     assert done.state == "completed", done.message
-    assert all(s.clock == JOB["clocks"] for s in done.sites)
-    assert all(s.final_accuracy for s in done.sites)
+    clocks = {s.site: s.clock for s in done.sites}
+    assert clocks == dict.fromkeys(SITES, JOB["clocks"]), done.message
+    assert all(s.final_accuracy for s in done.sites), done.sites
     frankfurt = next(s for s in done.sites if s.site == "frankfurt")
     assert frankfurt.restarts == 1
     joined = log_events(run_log(deployment, "frankfurt", job.id), "geo_joined")[-1]
