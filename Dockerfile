@@ -27,6 +27,7 @@ COPY platform/ platform/
 COPY bench/ bench/
 COPY registry/ registry/
 COPY edge/ edge/
+COPY localstack/ localstack/
 RUN pip install --no-cache-dir . \
     && python -c "import torch; assert torch.__version__.startswith('${TORCH_VERSION}'), torch.__version__"
 

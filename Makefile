@@ -20,11 +20,16 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/atoll demo --out runs/demo
 
+# Lint, the layers (import-linter, [tool.importlinter]) and types (mypy, [tool.mypy]; it
+# reads the packages through links that tools/typecheck_tree.py makes), then the tests.
 # Two pytest workers: most integration tests wait on processes, links and heartbeats, so
 # two at once took 9 min here where one took 13. A module runs on one worker.
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/python tools/typecheck_tree.py $(VENV)/typecheck
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadscope
 
 bench: setup

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from atoll.platform.core.files import write_json
 from atoll.platform.core.plots import plot_timelines
-from atoll.platform.data import load_dataset
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.model.optim import OptimizerSpec

@@ -28,9 +28,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from atoll.localstack.registry import ServerProcess, postgres_reachable, scratch_database
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.files import write_json
-from atoll.registry.scratch import ServerProcess, postgres_reachable, scratch_database
 
 NEIGHBOUR_P99_TARGET_MS = 50.0
 WRITES_PER_S_TARGET = 1000.0

@@ -9,13 +9,14 @@ import statistics
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from rich.console import Console
 from rich.table import Table
 
 from atoll.platform.core.files import write_json
-from atoll.platform.data import load_dataset
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.site.reference import train_single_process
 from atoll.platform.site.run import train_site
 from atoll.platform.site.spec import SiteJob
@@ -65,7 +66,7 @@ def run(
             for name in names:
                 samples[name].append(setups[name](repeat, Path(tmp)))
     plain_median = statistics.median(samples[_PLAIN])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "setup": name,
             "samples_per_s": statistics.median(values),

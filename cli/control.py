@@ -1,24 +1,35 @@
+"""`atoll control`: serve the control plane; submit, follow and cancel jobs; manage sites."""
+
 import json
 import time
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from atoll.platform.control.client import ControlClient
-from atoll.platform.control.schemas import JobOut
-from atoll.platform.core.errors import AtollError
+from atoll.cli import options as o
+from atoll.cli import service
+from atoll.cli.jobfile import resolve_job
+
+if TYPE_CHECKING:
+    from atoll.platform.control.client import ControlClient
+    from atoll.platform.control.schemas import JobOut
 
 app = typer.Typer(
     help="The control plane: serve it, migrate its database; submit, follow and cancel jobs; "
     "drain, activate and remove sites.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+)
+CONTROL = service.Service(
+    database="the control plane's database",
+    app="atoll.platform.control.main:create_app",
+    settings="atoll.platform.control.core.config:control_settings",
+    schema="atoll.platform.control.migrate:SCHEMA",
 )
 UrlOption = Annotated[
     str | None, typer.Option("--url", help="Control plane URL [env: ATOLL_CONTROL_URL].")
@@ -30,85 +41,57 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 JobArgument = Annotated[str, typer.Argument(help="The job's id.")]
 SiteArgument = Annotated[str, typer.Argument(help="The site's name.")]
 FINAL = ("completed", "failed", "cancelled")
+JOB_COLUMNS = ("site", "state", "online", "clock", "accuracy", "MB sent", "stall s", "restarts")
 
 
-class LogLevel(StrEnum):
-    debug = "debug"
-    info = "info"
-    warning = "warning"
-    error = "error"
+def _client(url: str | None, token: str | None) -> "ControlClient":
+    from atoll.platform.control.client import ControlClient
 
-
-def _client(url: str | None, token: str | None) -> ControlClient:
     return ControlClient.from_env(url, token)
 
 
 @app.command("serve")
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8800,
-    migrate: Annotated[
-        bool, typer.Option(help="Migrate the database first (as `atoll control migrate`).")
-    ] = False,
-    log_level: Annotated[LogLevel, typer.Option()] = LogLevel.info,
-    access_log: Annotated[bool, typer.Option(help="Log every request.")] = True,
+    host: service.Host = "127.0.0.1",
+    port: service.Port = 8800,
+    migrate: service.Migrate = False,
+    log_level: service.Level = service.LogLevel.info,
+    access_log: service.AccessLog = True,
 ) -> None:
-    """Run the control plane. Database from ATOLL_DATABASE_URL (default: a SQLite file under
-    ATOLL_STATE_DIR); Redis from ATOLL_REDIS_URL; admin tokens from ATOLL_ADMIN_TOKEN."""
-    from atoll.platform.control.core.config import control_settings
-    from atoll.platform.control.server import serve as run
-
-    run(control_settings(), host, port, migrate, log_level.value, access_log)
+    """Run the control plane, in one process: its dispatcher is the single writer of job
+    states. Database from ATOLL_DATABASE_URL (default: a SQLite file under ATOLL_STATE_DIR);
+    Redis from ATOLL_REDIS_URL; admin tokens from ATOLL_ADMIN_TOKEN."""
+    service.serve(CONTROL, host, port, migrate, log_level, access_log)
 
 
-@app.command("migrate")
-def migrate(
-    database_url: Annotated[
-        str | None, typer.Option(help="SQLAlchemy URL [env: ATOLL_DATABASE_URL].")
-    ] = None,
-    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
-) -> None:
-    """Create or upgrade the control plane's database schema (Alembic)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from atoll.platform.control.core.config import control_settings
-    from atoll.platform.control.migrate import SCHEMA
-    from atoll.platform.service.database import describe_url
-
-    url = database_url or control_settings().resolved_database_url
-    try:
-        before, after = SCHEMA.upgrade(url, revision)
-    except SQLAlchemyError as e:
-        raise AtollError(
-            f"cannot migrate the control plane's database at {describe_url(url)}: "
-            f"{str(e).splitlines()[0]}"
-        ) from e
-    was, now = ", ".join(before.current) or "empty", ", ".join(after.current) or "empty"
-    verb = "already at" if before.current == after.current else f"migrated from {was} to"
-    print(f"{describe_url(url)}: {verb} {now}")
+service.add_migrate_command(app, CONTROL)
 
 
 @app.command("submit")
+@o.with_job_options()
 def submit(
-    spec: Annotated[Path, typer.Argument(help="A job spec (GeoJob) as JSON or YAML.")],
+    job: Annotated[
+        Path,
+        typer.Option(
+            "--job",
+            help="A job spec file (YAML or JSON; examples/jobs/). The options below override it.",
+            rich_help_panel=o.JOB_PANEL,
+        ),
+    ],
     name: Annotated[str | None, typer.Option(help="A name for people.")] = None,
     tls: Annotated[bool, typer.Option(help="TLS on the job's WAN links.")] = True,
     watch: Annotated[bool, typer.Option(help="Follow it until it ends.")] = False,
     url: UrlOption = None,
     token: TokenOption = None,
+    job_options: dict[str, Any] | None = None,
 ) -> None:
     """Submit a job; prints its id (and with --watch, its progress until it ends)."""
-    if not spec.is_file():
-        raise AtollError(f"no job spec at {spec}")
-    try:
-        body = yaml.safe_load(spec.read_text())  # JSON is YAML too
-    except yaml.YAMLError as e:
-        raise AtollError(f"{spec} is neither JSON nor YAML: {e}") from e
+    spec = resolve_job(job, o.overrides(job_options or {}))
     with _client(url, token) as client:
-        job = client.submit(body, name=name, tls=tls)
-        print(job.id)
+        created = client.submit(spec.model_dump(mode="json"), name=name, tls=tls)
+        print(created.id)
         if watch:
-            _watch(client, job.id)
+            _watch(client, created.id)
 
 
 @app.command("jobs")
@@ -219,23 +202,24 @@ def remove(site: SiteArgument, url: UrlOption = None, token: TokenOption = None)
         print(f"{site}: {client.remove(site).state}")
 
 
-def job_table(job: JobOut, title: str | None = None) -> Table:
-    """A job's sites: state, clock, accuracy, WAN bytes, stall, restarts."""
+def job_table(job: "JobOut", title: str | None = None) -> Table:
+    """A job's sites: state, clock, accuracy, WAN bytes, stall, restarts. It fits an
+    80-column terminal: no outer edge, no rules between columns, headers never cut."""
     table = Table(
         title=title or f"{job.name} ({job.id}): {job.state}",
         caption=job.message or None,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
     )
-    for column in (
-        "site",
-        "state",
-        "online",
-        "clock",
-        "accuracy",
-        "MB sent",
-        "stall s",
-        "restarts",
-    ):
-        table.add_column(column, justify="left" if column in ("site", "state") else "right")
+    for column in JOB_COLUMNS:
+        table.add_column(
+            column,
+            justify="left" if column in ("site", "state") else "right",
+            min_width=len(column),
+            no_wrap=True,
+        )
     for s in job.sites:
         accuracy = s.final_accuracy if s.final_accuracy is not None else s.accuracy
         table.add_row(
@@ -251,7 +235,7 @@ def job_table(job: JobOut, title: str | None = None) -> Table:
     return table
 
 
-def _watch(client: ControlClient, job_id: str) -> None:
+def _watch(client: "ControlClient", job_id: str) -> None:
     console = Console(stderr=True)
     found = client.job(job_id)
     with Live(job_table(found), console=console, refresh_per_second=2) as live:

@@ -6,7 +6,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from atoll.platform.data import PartitionSpec, load_dataset, partition_dataset
+from atoll.platform.data.names import DatasetName
 
 app = typer.Typer(help="Datasets and how they split across sites.", no_args_is_help=True)
 
@@ -14,13 +14,18 @@ app = typer.Typer(help="Datasets and how they split across sites.", no_args_is_h
 @app.command("partition")
 def partition(
     sites: Annotated[int, typer.Option(min=1, help="Number of sites.")],
-    dataset: Annotated[str, typer.Option(help="fashion-mnist or digits.")] = "fashion-mnist",
+    dataset: Annotated[DatasetName, typer.Option(help="Training data.")] = "fashion-mnist",
     partition: Annotated[str, typer.Option(help="iid, label-skew:C or dirichlet:ALPHA.")] = "iid",
     seed: Annotated[int, typer.Option()] = 0,
-    data_dir: Annotated[Path | None, typer.Option(help="[env: ATOLL_DATA_DIR]")] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder holding the datasets (else $ATOLL_DATA_DIR).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Show how a partition splits the training set: samples and class histogram per site."""
+    from atoll.platform.data.datasets import load_dataset
+    from atoll.platform.data.partition import PartitionSpec, partition_dataset
+
     spec = PartitionSpec.parse(partition)
     data = load_dataset(dataset, data_dir)
     split = partition_dataset(data.train.y.numpy(), sites, spec, seed)

@@ -1,9 +1,11 @@
+"""`atoll demo`: the whole system on this machine, one ASP job followed live."""
+
 import os
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console, Group
@@ -11,18 +13,14 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from atoll.cli import options as o
 from atoll.cli.control import FINAL, job_table
-from atoll.platform.control.client import ControlClient
-from atoll.platform.control.local import AgentSpec, LocalDeployment
-from atoll.platform.control.report import job_record, plot_job
-from atoll.platform.control.schemas import JobOut, Sample
-from atoll.platform.core.files import write_json
-from atoll.platform.core.rundir import claim_run_dir
-from atoll.platform.data import check_dataset
-from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.spec import GeoSpec
-from atoll.platform.net import load_topology
+from atoll.platform.data.names import DatasetName
+from atoll.platform.model.names import ModelName
+
+if TYPE_CHECKING:
+    from atoll.localstack.deployment import LocalDeployment
+    from atoll.platform.control.client import ControlClient
+    from atoll.platform.control.schemas import JobOut, Sample
 
 # The three-continents topology's sites, and where their agents would run in a cloud.
 REGIONS = {"virginia": "us-east-1", "frankfurt": "eu-central-1", "singapore": "ap-southeast-1"}
@@ -32,18 +30,32 @@ def demo(
     out: Annotated[Path, typer.Option(help="Where the demo leaves its record.")] = Path(
         "runs/demo"
     ),
-    dataset: o.Dataset = o.DatasetName["fashion-mnist"],
-    model: o.Model = o.ModelName["mlp"],
-    partition: o.Partition = "dirichlet:0.5",
-    clocks: o.Clocks = 200,
-    batch_size: o.BatchSize = 64,
-    threshold: o.Threshold = 0.05,
-    seed: o.Seed = 0,
+    dataset: Annotated[DatasetName, typer.Option(help="Training data.")] = "fashion-mnist",
+    model: Annotated[ModelName, typer.Option(help="Model from the zoo.")] = "mlp",
+    partition: Annotated[
+        str, typer.Option(help="How the training set splits: iid, label-skew:C, dirichlet:A.")
+    ] = "dirichlet:0.5",
+    clocks: Annotated[int, typer.Option(min=1, help="Site iterations to run.")] = 200,
+    batch_size: Annotated[int, typer.Option(min=1, help="Batch per worker.")] = 64,
+    threshold: Annotated[
+        float, typer.Option(min=0, help="asp: significance threshold (0.05 = 5%).")
+    ] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of the model, the data split and order.")] = 0,
 ) -> None:
     """Everything on this machine: Redis, the registry, the control plane and three edge
     agents joined by emulated WAN links (Virginia, Frankfurt, Singapore); one ASP job on
     non-IID data, followed live; then accuracy per site and WAN bytes against BSP."""
-    check_dataset(dataset.value)  # a missing dataset fails here, before anything starts
+    from atoll.localstack.deployment import AgentSpec, LocalDeployment
+    from atoll.platform.control.client import ControlClient
+    from atoll.platform.control.report import job_record, plot_job
+    from atoll.platform.core.files import write_json
+    from atoll.platform.core.rundir import claim_run_dir
+    from atoll.platform.data.datasets import check_dataset
+    from atoll.platform.geo.job import GeoJob
+    from atoll.platform.geo.spec import GeoSpec
+    from atoll.platform.net.topology import load_topology
+
+    check_dataset(dataset)  # a missing dataset fails here, before anything starts
     claim_run_dir(out, overwrite=True)
     console = Console(stderr=True)
     names = load_topology("three-continents").sites
@@ -53,8 +65,8 @@ def demo(
         redis_url=os.environ.get("ATOLL_REDIS_URL") or None,
     )
     spec = GeoJob(
-        dataset=dataset.value,
-        model=model.value,
+        dataset=dataset,
+        model=model,
         topology="three-continents",
         partition=partition,
         batch_size=batch_size,
@@ -94,8 +106,8 @@ def demo(
 
 
 def _follow(
-    client: ControlClient, job: JobOut, url: str, started: float, console: Console
-) -> JobOut:
+    client: "ControlClient", job: "JobOut", url: str, started: float, console: Console
+) -> "JobOut":
     def view() -> Group:
         elapsed = time.monotonic() - started
         header = Text(f"control plane {url} | {elapsed:.0f} s", style="dim")
@@ -109,7 +121,7 @@ def _follow(
     return job
 
 
-def _history(client: ControlClient, job_id: str) -> list[Sample]:
+def _history(client: "ControlClient", job_id: str) -> "list[Sample]":
     samples, after = [], 0
     while True:
         page = client.telemetry(job_id, after=after, limit=5000)
@@ -119,7 +131,7 @@ def _history(client: ControlClient, job_id: str) -> list[Sample]:
         after = page.next_after
 
 
-def _stop(deployment: LocalDeployment, console: Console) -> None:
+def _stop(deployment: "LocalDeployment", console: Console) -> None:
     """Stop everything; a second Ctrl-C skips the sites' last checkpoint, never the cleanup."""
     try:
         deployment.stop()
@@ -133,7 +145,7 @@ def _stop(deployment: LocalDeployment, console: Console) -> None:
         console.print("stopped without waiting for the sites' checkpoints")
 
 
-def _results(job: JobOut, wall_s: float, plots: list[Path]) -> Table:
+def _results(job: "JobOut", wall_s: float, plots: list[Path]) -> Table:
     table = Table(title=f"{job.spec.geo.label} on {job.spec.topology}: {job.state}")
     for column in ("site", "final accuracy", "WAN MB sent", "stall s", "restarts"):
         table.add_column(column, justify="left" if column == "site" else "right")

@@ -1,10 +1,9 @@
-import sys
+"""The `atoll` command. Importing it loads no torch: each command loads what it runs."""
 
 import typer
-from pydantic import ValidationError
 
 from atoll.cli import bench, control, data, demo, edge, registry, sim, site, sites, train
-from atoll.platform.core.errors import AtollError
+from atoll.cli.errors import run
 
 app = typer.Typer(
     name="atoll",
@@ -26,14 +25,4 @@ app.add_typer(edge.app, name="edge")
 
 
 def main() -> None:
-    try:
-        app()
-    except AtollError as e:
-        print(f"atoll: error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()
-        )
-        print(f"atoll: error: {problems}", file=sys.stderr)
-        sys.exit(2)
+    run(app, "atoll")

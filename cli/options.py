@@ -1,133 +1,214 @@
-"""Options shared by `atoll train` and `atoll sim`: one definition, one help text."""
+"""The job options `atoll train`, `atoll sim` and `atoll control submit` share.
 
-from enum import Enum, StrEnum
+Each one overrides one field of the job spec (`GeoJob`, the `--job` file) and only when it
+is given: every option defaults to None, and the defaults are the spec's, shown in the
+help from the spec itself. Nothing here imports torch: these are read for `--help`.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
+from pydantic import BaseModel
 
-from atoll.platform.data import DATASETS
-from atoll.platform.geo.spec import POLICIES, GeoSpec
-from atoll.platform.model import MODELS
-from atoll.platform.model.optim import OptimizerSpec
+from atoll.platform.data.names import DatasetName
+from atoll.platform.geo.job import GeoJob
+from atoll.platform.geo.spec import GeoSpec, PolicyName, ScheduleKind, ValueType
+from atoll.platform.model.names import ModelName
+from atoll.platform.model.optim import OptimizerName, OptimizerSpec
 
-DatasetName = Enum("DatasetName", {name: name for name in DATASETS}, type=str)
-ModelName = Enum("ModelName", {name: name for name in MODELS}, type=str)
-PolicyName = Enum("PolicyName", {name: name for name in POLICIES}, type=str)
-DEFAULT_LR = {"sgd": 0.05, "adam": 0.001}
-
-
-class OptimizerName(StrEnum):
-    sgd = "sgd"
-    adam = "adam"
+JOB_PANEL = "Job: data, model, sites (each overrides the --job file)"
+TRAINING_PANEL = "Training (overrides the --job file)"
+GEO_PANEL = "Geo policy (overrides the --job file's geo)"
+RUN_PANEL = "Run"
 
 
-class Schedule(StrEnum):
-    constant = "constant"
-    cosine = "cosine"
+@dataclass(frozen=True)
+class JobOption:
+    """A command-line option that sets one field of the job spec."""
+
+    spec_field: str  # dotted into nested specs: "geo.threshold"
+    kind: Any  # its values' type
+    help: str
+    panel: str
+    limits: dict[str, Any] = field(default_factory=dict)  # typer's min and max
 
 
-class ThresholdSchedule(StrEnum):
-    constant = "constant"
-    inverse_sqrt = "inverse-sqrt"
-    lr = "lr"
-
-
-class ValueType(StrEnum):
-    float32 = "float32"
-    float16 = "float16"
-    int8 = "int8"
-
-
-Out = Annotated[Path, typer.Option(help="Run folder: config, log.jsonl, summary.json, ...")]
-Dataset = Annotated[DatasetName, typer.Option(help="Training data.")]
-DataDir = Annotated[
-    Path | None, typer.Option(help="Folder holding the datasets [env: ATOLL_DATA_DIR].")
-]
-Model = Annotated[ModelName, typer.Option(help="Model from the zoo.")]
-Workers = Annotated[int, typer.Option(min=1, help="Worker ranks per site (K).")]
-Shards = Annotated[int, typer.Option(min=1, help="Parameter-server shards per site (S).")]
-BatchSize = Annotated[int, typer.Option(min=1, help="Batch per worker.")]
-Optimizer = Annotated[OptimizerName, typer.Option()]
-LearningRate = Annotated[float | None, typer.Option(help="Default 0.05 (sgd), 0.001 (adam).")]
-Momentum = Annotated[float, typer.Option(min=0, help="SGD momentum, below 1.")]
-WeightDecay = Annotated[float, typer.Option(min=0)]
-LrSchedule = Annotated[Schedule, typer.Option()]
-Seed = Annotated[int, typer.Option()]
-Overwrite = Annotated[bool, typer.Option(help="Replace an earlier run in --out.")]
-
-Topology = Annotated[
-    str, typer.Option(help="lan, three-continents, gaia-11, or a topology .yaml file.")
-]
-Sites = Annotated[int | None, typer.Option(min=1, help="Use the topology's first N sites.")]
-Partition = Annotated[
-    str,
-    typer.Option(help="How the training set splits across sites: iid, label-skew:C, dirichlet:A."),
-]
-Policy = Annotated[PolicyName, typer.Option("--geo", help="Geo policy between sites.")]
-Threshold = Annotated[float, typer.Option(min=0, help="asp: significance threshold (0.01 = 1%).")]
-ThresholdScheduleOpt = Annotated[
-    ThresholdSchedule, typer.Option("--threshold-schedule", help="asp: how the threshold decays.")
-]
-Budget = Annotated[
-    float | None,
-    typer.Option(min=0, help="asp: adapt the threshold to keep each site's WAN egress near this."),
-]
-Staleness = Annotated[int, typer.Option(min=0, help="asp: mirror clock bound DS.")]
-Values = Annotated[ValueType, typer.Option(help="asp: precision of the values sent.")]
-Lookahead = Annotated[
-    float,
-    typer.Option(
-        min=0,
-        max=2,
-        help="asp: take gradients this share of the way to where the mirrors' undelivered "
+# Every job option, in the order `--help` lists them within their panels.
+JOB_OPTIONS: dict[str, JobOption] = {
+    "topology": JobOption(
+        "topology", str, "lan, three-continents, gaia-11, or a topology .yaml file.", JOB_PANEL
+    ),
+    "sites": JobOption("sites", int, "Use the topology's first N sites.", JOB_PANEL, {"min": 1}),
+    "dataset": JobOption("dataset", DatasetName, "Training data.", JOB_PANEL),
+    "data_dir": JobOption(
+        "data_dir", Path, "Folder holding the datasets (else $ATOLL_DATA_DIR).", JOB_PANEL
+    ),
+    "partition": JobOption(
+        "partition",
+        str,
+        "How the training set splits across sites: iid, label-skew:C, dirichlet:A.",
+        JOB_PANEL,
+    ),
+    "model": JobOption("model", ModelName, "Model from the zoo.", JOB_PANEL),
+    "workers": JobOption("workers", int, "Worker ranks per site (K).", JOB_PANEL, {"min": 1}),
+    "shards": JobOption(
+        "shards", int, "Parameter-server shards per site (S).", JOB_PANEL, {"min": 1}
+    ),
+    "seed": JobOption("seed", int, "Seed of the model, the data split and order.", JOB_PANEL),
+    "batch_size": JobOption("batch_size", int, "Batch per worker.", TRAINING_PANEL, {"min": 1}),
+    "optimizer": JobOption("optimizer.name", OptimizerName, "Optimizer.", TRAINING_PANEL),
+    "lr": JobOption(
+        "optimizer.lr", float, "Learning rate; default 0.05 (sgd), 0.001 (adam).", TRAINING_PANEL
+    ),
+    "momentum": JobOption(
+        "optimizer.momentum", float, "SGD momentum, below 1.", TRAINING_PANEL, {"min": 0}
+    ),
+    "weight_decay": JobOption(
+        "optimizer.weight_decay", float, "Weight decay.", TRAINING_PANEL, {"min": 0}
+    ),
+    "lr_schedule": JobOption(
+        "optimizer.schedule",
+        Literal["constant", "cosine"],
+        "Learning-rate schedule.",
+        TRAINING_PANEL,
+    ),
+    "clocks": JobOption("clocks", int, "Site iterations to run.", TRAINING_PANEL, {"min": 1}),
+    "target_accuracy": JobOption(
+        "target_accuracy",
+        float,
+        "Accuracy whose time of arrival is reported.",
+        TRAINING_PANEL,
+        {"min": 0, "max": 1},
+    ),
+    "stop_at_target": JobOption(
+        "stop_at_target", bool, "Stop once the target accuracy is reached.", TRAINING_PANEL
+    ),
+    "eval_every": JobOption(
+        "eval_every", int, "Clocks between test evaluations.", TRAINING_PANEL, {"min": 1}
+    ),
+    "eval_samples": JobOption(
+        "eval_samples", int, "Test images per periodic evaluation.", TRAINING_PANEL, {"min": 1}
+    ),
+    "geo": JobOption("geo.policy", PolicyName, "Geo policy between sites.", GEO_PANEL),
+    "threshold": JobOption(
+        "geo.threshold", float, "asp: significance threshold (0.01 = 1%).", GEO_PANEL, {"min": 0}
+    ),
+    "threshold_schedule": JobOption(
+        "geo.threshold_schedule", ScheduleKind, "asp: how the threshold decays.", GEO_PANEL
+    ),
+    "budget_mbps": JobOption(
+        "geo.budget_mbps",
+        float,
+        "asp: adapt the threshold to keep each site's WAN egress near this.",
+        GEO_PANEL,
+        {"min": 0},
+    ),
+    "staleness": JobOption(
+        "geo.staleness", int, "asp: mirror clock bound DS.", GEO_PANEL, {"min": 0}
+    ),
+    "values": JobOption(
+        "geo.value_type", ValueType, "asp: precision of the values sent.", GEO_PANEL
+    ),
+    "lookahead": JobOption(
+        "geo.lookahead",
+        float,
+        "asp: take gradients this share of the way to where the mirrors' undelivered "
         "steps will move the replica (0 = off; keeps the full momentum when on).",
+        GEO_PANEL,
+        {"min": 0, "max": 2},
+    ),
+    "period": JobOption(
+        "geo.period", int, "fedavg, diloco: local clocks per round.", GEO_PANEL, {"min": 1}
+    ),
+}
+
+
+def spec_default(path: str, model: type[BaseModel] = GeoJob) -> str:
+    """The spec's default for a dotted field, as `--help` shows it."""
+    head, _, rest = path.partition(".")
+    field = model.model_fields[head]
+    if rest:
+        nested: dict[str, type[BaseModel]] = {"optimizer": OptimizerSpec, "geo": GeoSpec}
+        return spec_default(rest, nested[head])
+    return "none" if field.default is None else str(field.default)
+
+
+def overrides(given: dict[str, Any]) -> dict[str, Any]:
+    """The options given (not None), nested as the spec's fields: {"geo": {"threshold": ..}}."""
+    nested: dict[str, Any] = {}
+    for name, value in given.items():
+        if value is None or name not in JOB_OPTIONS:
+            continue
+        *parents, leaf = JOB_OPTIONS[name].spec_field.split(".")
+        target = nested
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value.value if isinstance(value, Enum) else value
+    return nested
+
+
+JobFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--job",
+        help="A job spec file (YAML or JSON; examples/jobs/). The options below override it.",
+        rich_help_panel=JOB_PANEL,
     ),
 ]
-Period = Annotated[int, typer.Option(min=1, help="fedavg, diloco: local clocks per round.")]
-Clocks = Annotated[int, typer.Option(min=1, help="Site iterations to run.")]
-Target = Annotated[
-    float | None, typer.Option(min=0, max=1, help="Accuracy whose time of arrival is reported.")
+Out = Annotated[
+    Path,
+    typer.Option(
+        help="Run folder: config, log.jsonl, summary.json, ...", rich_help_panel=RUN_PANEL
+    ),
 ]
-StopAtTarget = Annotated[bool, typer.Option(help="Stop once the target accuracy is reached.")]
-EvalEvery = Annotated[int, typer.Option(min=1, help="Clocks between test evaluations.")]
-EvalSamples = Annotated[int, typer.Option(min=1, help="Test images per periodic evaluation.")]
+Overwrite = Annotated[
+    bool, typer.Option(help="Replace an earlier run in --out.", rich_help_panel=RUN_PANEL)
+]
 
 
-def optimizer_spec(
-    optimizer: OptimizerName,
-    lr: float | None,
-    momentum: float,
-    weight_decay: float,
-    schedule: Schedule,
-) -> OptimizerSpec:
-    return OptimizerSpec(
-        name=optimizer.value,
-        lr=DEFAULT_LR[optimizer.value] if lr is None else lr,
-        momentum=momentum,
-        weight_decay=weight_decay,
-        schedule=schedule.value,
+def _parameter(name: str, option: JobOption) -> inspect.Parameter:
+    """The option as a command parameter: None unless given, the spec's default shown."""
+    flag = typer.Option(
+        None,
+        help=option.help,
+        show_default=spec_default(option.spec_field),
+        rich_help_panel=option.panel,
+        **option.limits,
+    )
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=option.kind | None
     )
 
 
-def geo_spec(
-    policy: PolicyName,
-    *,
-    threshold: float,
-    threshold_schedule: ThresholdSchedule,
-    budget_mbps: float | None,
-    staleness: int,
-    values: ValueType,
-    period: int,
-    lookahead: float,
-) -> GeoSpec:
-    return GeoSpec(
-        policy=policy.value,
-        threshold=threshold,
-        threshold_schedule=threshold_schedule.value,
-        budget_mbps=budget_mbps,
-        staleness=staleness,
-        value_type=values.value,
-        period=period,
-        lookahead=lookahead,
-    )
+Command = Callable[..., None]
+
+
+def with_job_options(*, leave_out: tuple[str, ...] = ()) -> Callable[[Command], Command]:
+    """Give a command the job options (but `leave_out`, which it declares itself).
+
+    The command declares a parameter `job_options` and receives in it the options the
+    user gave (name -> value); one list of options for every command that takes a job.
+    """
+
+    def decorate(command: Command) -> Command:
+        own = inspect.signature(command)
+        names = [name for name in JOB_OPTIONS if name not in leave_out]
+        kept = [p for p in own.parameters.values() if p.name != "job_options"]
+        parameters = [*kept, *(_parameter(name, JOB_OPTIONS[name]) for name in names)]
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> None:
+            given = {name: kwargs.pop(name) for name in names}
+            command(**kwargs, job_options={k: v for k, v in given.items() if v is not None})
+
+        run.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+        return run
+
+    return decorate

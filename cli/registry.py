@@ -1,10 +1,12 @@
-from enum import StrEnum
+"""`atoll registry`: serve the registry, migrate its database, manage site tokens."""
+
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.cli import service
 from atoll.cli.sites import SiteArgument, TokenOption, UrlOption, client_for, resolve_site
 from atoll.platform.core.errors import AtollError
 
@@ -13,62 +15,31 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,  # also run on its own, as `python -m atoll.registry`
 )
+REGISTRY = service.Service(
+    database="the registry database",
+    app="atoll.registry.main:create_app",
+    settings="atoll.registry.core.config:registry_settings",
+    schema="atoll.registry.migrate:SCHEMA",
+)
 token_app = typer.Typer(help="Site tokens: issue, list, revoke.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 
 
-class LogLevel(StrEnum):
-    debug = "debug"
-    info = "info"
-    warning = "warning"
-    error = "error"
-
-
 @app.command("serve")
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8700,
+    host: service.Host = "127.0.0.1",
+    port: service.Port = 8700,
     workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
-    migrate: Annotated[
-        bool, typer.Option(help="Migrate the database first (as `atoll registry migrate`).")
-    ] = False,
-    log_level: Annotated[LogLevel, typer.Option()] = LogLevel.info,
-    access_log: Annotated[bool, typer.Option(help="Log every request.")] = True,
+    migrate: service.Migrate = False,
+    log_level: service.Level = service.LogLevel.info,
+    access_log: service.AccessLog = True,
 ) -> None:
     """Run the registry's HTTP API. Database from ATOLL_DATABASE_URL (default: a SQLite file
     under ATOLL_STATE_DIR); admin tokens from ATOLL_ADMIN_TOKEN."""
-    from atoll.registry.core.config import registry_settings
-    from atoll.registry.server import serve as run
-
-    run(registry_settings(), host, port, workers, migrate, log_level.value, access_log)
+    service.serve(REGISTRY, host, port, migrate, log_level, access_log, workers)
 
 
-@app.command("migrate")
-def migrate(
-    database_url: Annotated[
-        str | None, typer.Option(help="SQLAlchemy URL [env: ATOLL_DATABASE_URL].")
-    ] = None,
-    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
-) -> None:
-    """Create or upgrade the registry's database schema (Alembic)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from atoll.platform.service.database import describe_url
-    from atoll.registry.core.config import registry_settings
-    from atoll.registry.migrate import SCHEMA
-
-    url = database_url or registry_settings().resolved_database_url
-    try:
-        before, after = SCHEMA.upgrade(url, revision)
-    except SQLAlchemyError as e:
-        problem = str(e).splitlines()[0]
-        raise AtollError(
-            f"cannot migrate the registry database at {describe_url(url)}: {problem}"
-        ) from e
-    was = ", ".join(before.current) or "empty"
-    now = ", ".join(after.current) or "empty"
-    verb = "already at" if before.current == after.current else f"migrated from {was} to"
-    print(f"{describe_url(url)}: {verb} {now}")
+service.add_migrate_command(app, REGISTRY)
 
 
 @token_app.command("create")

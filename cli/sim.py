@@ -1,89 +1,43 @@
-from typing import Annotated
+"""`atoll sim`: a geo job in virtual time, from the job file `atoll train` also runs."""
+
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from atoll.cli import options as o
+from atoll.cli.jobfile import resolve_job
 from atoll.platform.core.events import SimEvent, TimelinePoint
-from atoll.platform.core.files import write_json
-from atoll.platform.core.plots import plot_timelines
-from atoll.platform.core.rundir import claim_run_dir
-from atoll.platform.core.runlog import RunLog
-from atoll.platform.geo.job import GeoJob
-from atoll.platform.sim.simulator import GeoSimulation
 
 
+@o.with_job_options()
 def sim(
     out: o.Out,
-    topology: o.Topology = "three-continents",
-    sites: o.Sites = None,
-    geo: o.Policy = o.PolicyName["asp"],
-    dataset: o.Dataset = o.DatasetName["fashion-mnist"],
-    data_dir: o.DataDir = None,
-    partition: o.Partition = "dirichlet:0.5",
-    model: o.Model = o.ModelName["cnn"],
-    workers: o.Workers = 1,
-    batch_size: o.BatchSize = 32,
-    optimizer: o.Optimizer = o.OptimizerName.sgd,
-    lr: o.LearningRate = None,
-    momentum: o.Momentum = 0.9,
-    weight_decay: o.WeightDecay = 0.0,
-    lr_schedule: o.LrSchedule = o.Schedule.constant,
-    threshold: o.Threshold = 0.01,
-    threshold_schedule: o.ThresholdScheduleOpt = o.ThresholdSchedule.constant,
-    budget_mbps: o.Budget = None,
-    staleness: o.Staleness = 1,
-    values: o.Values = o.ValueType.float16,
-    lookahead: o.Lookahead = 0.0,
-    period: o.Period = 10,
-    clocks: o.Clocks = 300,
-    target_accuracy: o.Target = None,
-    stop_at_target: o.StopAtTarget = False,
-    eval_every: o.EvalEvery = 10,
-    eval_samples: o.EvalSamples = 2000,
+    job: o.JobFile = None,
     compute_profile: Annotated[
         str,
         typer.Option(
             help="Seconds of compute per clock: measured (here), measured/20 (a device 20x "
-            "faster), a number of seconds, or a .json profile."
+            "faster), a number of seconds, or a .json profile.",
+            rich_help_panel=o.RUN_PANEL,
         ),
     ] = "measured",
-    seed: o.Seed = 0,
     overwrite: o.Overwrite = False,
+    job_options: dict[str, Any] | None = None,
 ) -> None:
     """Simulate a geo job in virtual time: real training math, modelled compute and WAN."""
-    job = GeoJob(
-        dataset=dataset.value,
-        data_dir=data_dir,
-        model=model.value,
-        topology=topology,
-        sites=sites,
-        partition=partition,
-        workers=workers,
-        batch_size=batch_size,
-        optimizer=o.optimizer_spec(optimizer, lr, momentum, weight_decay, lr_schedule),
-        geo=o.geo_spec(
-            geo,
-            threshold=threshold,
-            threshold_schedule=threshold_schedule,
-            budget_mbps=budget_mbps,
-            staleness=staleness,
-            values=values,
-            period=period,
-            lookahead=lookahead,
-        ),
-        clocks=clocks,
-        target_accuracy=target_accuracy,
-        stop_at_target=stop_at_target,
-        eval_every=eval_every,
-        eval_samples=eval_samples,
-        seed=seed,
-    )
-    job.partition_spec()  # a bad partition or topology fails here, before anything is written
-    job.topologies()
+    spec = resolve_job(job, o.overrides(job_options or {}))
+    from atoll.platform.core.files import write_json
+    from atoll.platform.core.rundir import claim_run_dir
+    from atoll.platform.core.runlog import RunLog
+    from atoll.platform.sim.simulator import GeoSimulation
+
+    spec.partition_spec()  # a bad partition or topology fails here, before anything is written
+    spec.topologies()
     claim_run_dir(out, overwrite)
-    write_json(out / "config.json", job.model_dump(mode="json"))
+    write_json(out / "config.json", spec.model_dump(mode="json"))
     console = Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]simulating"),
@@ -93,7 +47,7 @@ def sim(
         TimeElapsedColumn(),
         console=console,
     )
-    task = progress.add_task("clocks", total=clocks, note="")
+    task = progress.add_task("clocks", total=spec.clocks, note="")
     with RunLog(out / "log.jsonl") as log, progress:
 
         def record(event: SimEvent) -> None:
@@ -105,21 +59,15 @@ def sim(
                 )
                 progress.update(task, completed=event.clock, note=note)
 
-        summary = GeoSimulation(job, compute_profile, on_event=record).run()
-    write_json(out / "summary.json", summary)
-    plot = plot_timelines(
-        {summary["policy"]: summary["timeline"]},
-        out / "timeline.png",
-        f"{summary['policy']} on {topology}, {partition}",
-        "virtual time (s)",
-        target_accuracy,
-    )
+        summary = GeoSimulation(spec, compute_profile, on_event=record).run()
+    title = f"{summary['policy']} on {spec.topology}, {spec.partition}"
+    plot = write_record(out, summary, title, "virtual time (s)", spec.target_accuracy)
     reached = (
-        f"target {target_accuracy} at {summary['time_to_target_s']:.1f} s (clock "
+        f"target {spec.target_accuracy} at {summary['time_to_target_s']:.1f} s (clock "
         f"{summary['clocks_to_target']})"
         if summary["time_to_target_s"] is not None
         else "target not reached"
-        if target_accuracy
+        if spec.target_accuracy
         else "no target set"
     )
     print(
@@ -129,3 +77,15 @@ def sim(
         f"stall {summary['stall_s']:.1f} s/site | "
         f"{summary['virtual_time_s']:.1f} s virtual in {summary['wall_s']:.0f} s | {plot}"
     )
+
+
+def write_record(
+    out: Path, summary: dict[str, Any], title: str, time_axis: str, target: float | None
+) -> Path:
+    """A geo job's summary.json, and its accuracy and bytes against time in timeline.png."""
+    from atoll.platform.core.files import write_json
+    from atoll.platform.core.plots import plot_timelines
+
+    write_json(out / "summary.json", summary)
+    timelines = {summary["policy"]: summary["timeline"]}
+    return plot_timelines(timelines, out / "timeline.png", title, time_axis, target)

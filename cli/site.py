@@ -6,8 +6,6 @@ import typer
 
 from atoll.cli.train import EXIT_ON_SIGNAL
 from atoll.platform.core.errors import AtollError
-from atoll.platform.site.run import train_site
-from atoll.platform.site.spec import SiteJob
 
 app = typer.Typer(help="One site of a job: what an edge agent runs.", no_args_is_help=True)
 
@@ -21,6 +19,9 @@ def run(
     ] = False,
 ) -> None:
     """Run one site until its job ends: train, sync with the other sites, checkpoint."""
+    from atoll.platform.site.run import train_site
+    from atoll.platform.site.spec import SiteJob
+
     if not job.is_file():
         raise AtollError(f"no job file {job}")
     summary = train_site(SiteJob.load(job), out, resume=resume)

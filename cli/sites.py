@@ -1,6 +1,6 @@
 import json
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from uuid import UUID
 
 import typer
@@ -8,7 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.platform.core.errors import AtollError
-from atoll.registry.client import RegistryClient, RegistryError
+
+if TYPE_CHECKING:
+    from atoll.registry.client import RegistryClient
 
 app = typer.Typer(
     help="Sites in the registry: list, inspect, register, neighbours.", no_args_is_help=True
@@ -32,11 +34,13 @@ class Status(StrEnum):
     deregistered = "deregistered"
 
 
-def client_for(url: str | None, token: str | None) -> RegistryClient:
+def client_for(url: str | None, token: str | None) -> "RegistryClient":
+    from atoll.registry.client import RegistryClient
+
     return RegistryClient.from_env(url, token)
 
 
-def resolve_site(client: RegistryClient, ref: str) -> str:
+def resolve_site(client: "RegistryClient", ref: str) -> str:
     """A site id from an id or a registered site's name."""
     try:
         return str(UUID(ref))
@@ -101,6 +105,8 @@ def show(
     token: TokenOption = None,
 ) -> None:
     """One site and its latest report, as JSON."""
+    from atoll.registry.client import RegistryError
+
     with client_for(url, token) as client:
         found = client.get_site(resolve_site(client, site))
         try:

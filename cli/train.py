@@ -1,18 +1,24 @@
+"""`atoll train`: one site (K workers, S shards, BSP), or a geo job of N site processes."""
+
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from atoll.cli import options as o
+from atoll.cli.errors import problems
+from atoll.cli.jobfile import resolve_job
+from atoll.cli.sim import write_record
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import (
     Evaluated,
@@ -23,124 +29,183 @@ from atoll.platform.core.events import (
     StepDone,
     TrainingStarted,
 )
-from atoll.platform.core.files import write_json
-from atoll.platform.core.plots import plot_timelines
-from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.site.launch import GeoLaunch
-from atoll.platform.site.run import train_site
 from atoll.platform.site.spec import SiteJob
 
+if TYPE_CHECKING:
+    from atoll.platform.site.launch import GeoLaunch
+
 EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
+GEO_RUN_PANEL = "Geo job only (--job, or --sites N > 1)"
+SITE_PANEL = "One site only (no --job, --sites 1)"
+# Job options that apply to a geo job only; `train` refuses them for one site.
+GEO_ONLY = (
+    "topology", "partition", "target_accuracy", "stop_at_target", "geo", "threshold",
+    "threshold_schedule", "budget_mbps", "staleness", "values", "lookahead", "period",
+)  # fmt: skip
 
 
+def _either(site_field: str, geo_field: str, help: str, unset: str = "all", **extra: Any) -> Any:
+    """An option whose default depends on the mode: SiteJob's for one site, GeoJob's else
+    (`unset` says what SiteJob's None means)."""
+    site_default = SiteJob.model_fields[site_field].default
+    defaults = f"one site: {unset if site_default is None else site_default}; "
+    defaults += f"geo: {o.spec_default(geo_field)}"
+    return typer.Option(help=help, show_default=defaults, rich_help_panel=o.TRAINING_PANEL, **extra)
+
+
+@o.with_job_options(leave_out=("sites", "clocks", "batch_size", "eval_every", "eval_samples"))
 def train(
     out: o.Out,
-    dataset: o.Dataset = o.DatasetName["fashion-mnist"],
-    data_dir: o.DataDir = None,
-    model: o.Model = o.ModelName["cnn"],
-    workers: o.Workers = 1,
-    shards: o.Shards = 1,
-    dedicated_shards: Annotated[
-        bool, typer.Option(help="Run shards on server ranks of their own, not on workers.")
-    ] = False,
-    batch_size: o.BatchSize = 64,
-    optimizer: o.Optimizer = o.OptimizerName.sgd,
-    lr: o.LearningRate = None,
-    momentum: o.Momentum = 0.9,
-    weight_decay: o.WeightDecay = 0.0,
-    lr_schedule: o.LrSchedule = o.Schedule.constant,
-    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    job: o.JobFile = None,
+    sites: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Sites: more than 1 runs a geo job, one process per site.",
+            show_default="1, or the --job file's topology",
+            rich_help_panel=o.JOB_PANEL,
+        ),
+    ] = None,
     steps: Annotated[
-        int | None, typer.Option(min=1, help="Stop after this many clocks (geo: default 300).")
+        int | None,
+        _either(
+            "steps", "clocks", "Stop after this many clocks (geo: `clocks`).", "--epochs", min=1
+        ),
     ] = None,
-    seed: o.Seed = 0,
-    threads: Annotated[
-        int | None, typer.Option(min=1, help="Torch threads per rank; default shares the cores.")
+    batch_size: Annotated[
+        int | None, _either("batch_size", "batch_size", "Batch per worker.", min=1)
     ] = None,
-    checkpoint_every: Annotated[int, typer.Option(min=1, help="Clocks between checkpoints.")] = 100,
     eval_every: Annotated[
         int | None,
-        typer.Option(min=1, help="Clocks between test evaluations; default each epoch (geo: 10)."),
+        _either(
+            "eval_every", "eval_every", "Clocks between test evaluations.", "each epoch", min=1
+        ),
+    ] = None,
+    eval_samples: Annotated[
+        int | None,
+        _either("eval_samples", "eval_samples", "Test images per periodic evaluation.", min=1),
     ] = None,
     comm_timeout: Annotated[
-        float, typer.Option(help="Seconds a rank waits on a peer before failing.")
-    ] = 300.0,
-    resume: Annotated[
-        bool, typer.Option(help="Continue the run in --out from its last checkpoint.")
-    ] = False,
+        float | None,
+        typer.Option(
+            help="Seconds a rank (geo: a site) waits on a peer before failing.",
+            show_default="300.0",
+            rich_help_panel=o.RUN_PANEL,
+        ),
+    ] = None,
     overwrite: o.Overwrite = False,
-    sites: Annotated[
-        int, typer.Option(min=1, help="Sites: more than 1 runs a geo job, one process per site.")
-    ] = 1,
-    topology: o.Topology = "three-continents",
-    geo: o.Policy = o.PolicyName["asp"],
-    partition: o.Partition = "dirichlet:0.5",
-    threshold: o.Threshold = 0.01,
-    threshold_schedule: o.ThresholdScheduleOpt = o.ThresholdSchedule.constant,
-    budget_mbps: o.Budget = None,
-    staleness: o.Staleness = 1,
-    values: o.Values = o.ValueType.float16,
-    lookahead: o.Lookahead = 0.0,
-    period: o.Period = 10,
-    target_accuracy: o.Target = None,
-    eval_samples: o.EvalSamples = 2000,
-    tls: Annotated[bool, typer.Option(help="Geo: TLS on every link (throwaway job CA).")] = False,
+    tls: Annotated[
+        bool | None,
+        typer.Option(
+            help="TLS on every link (throwaway job CA).",
+            show_default="no",
+            rich_help_panel=GEO_RUN_PANEL,
+        ),
+    ] = None,
     site_restarts: Annotated[
-        int, typer.Option(min=0, help="Geo: times a dead site is restarted to rejoin.")
-    ] = 2,
+        int | None,
+        typer.Option(
+            min=0,
+            help="Times a dead site is restarted to rejoin.",
+            show_default="2",
+            rich_help_panel=GEO_RUN_PANEL,
+        ),
+    ] = None,
+    epochs: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Epochs over the site's data.", show_default="1", rich_help_panel=SITE_PANEL
+        ),
+    ] = None,
+    dedicated_shards: Annotated[
+        bool | None,
+        typer.Option(
+            help="Run shards on server ranks of their own, not on workers.",
+            show_default="no",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Torch threads per rank.",
+            show_default="shares the cores",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
+    checkpoint_every: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Clocks between checkpoints.",
+            show_default="100",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
+    resume: Annotated[
+        bool | None,
+        typer.Option(
+            help="Continue the run in --out from its last checkpoint.",
+            show_default="no",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
+    job_options: dict[str, Any] | None = None,
 ) -> None:
-    """Train one site (K workers, S shards, BSP), or with --sites N a geo job over WAN links."""
-    optimizer_spec = o.optimizer_spec(optimizer, lr, momentum, weight_decay, lr_schedule)
-    if sites > 1:
-        if resume:
-            raise AtollError("--resume applies to one site; a geo job restarts dead sites itself")
-        job = GeoJob(
-            dataset=dataset.value,
-            data_dir=data_dir,
-            model=model.value,
-            topology=topology,
-            sites=sites,
-            partition=partition,
-            workers=workers,
-            shards=shards,
-            batch_size=batch_size,
-            optimizer=optimizer_spec,
-            geo=o.geo_spec(
-                geo,
-                threshold=threshold,
-                threshold_schedule=threshold_schedule,
-                budget_mbps=budget_mbps,
-                staleness=staleness,
-                values=values,
-                period=period,
-                lookahead=lookahead,
-            ),
-            clocks=steps or 300,
-            target_accuracy=target_accuracy,
-            eval_every=eval_every or 10,
-            eval_samples=eval_samples,
-            seed=seed,
-        )
-        run_geo(job, out, overwrite, tls, site_restarts, comm_timeout)
+    """Train one site (K workers, S shards, BSP), or a geo job over WAN links: with --job
+    (the job file `atoll sim` and `atoll control submit` take) or --sites N."""
+    site_only = {
+        "epochs": epochs,
+        "dedicated_shards": dedicated_shards,
+        "threads": threads,
+        "checkpoint_every": checkpoint_every,
+        "resume": resume,
+    }
+    given = {
+        **(job_options or {}),
+        "clocks": steps,
+        "batch_size": batch_size,
+        "eval_every": eval_every,
+        "eval_samples": eval_samples,
+    }
+    if job is not None or (sites or 1) > 1:
+        _refuse(site_only, "applies to one site (no --job, --sites 1)")
+        spec = resolve_job(job, o.overrides({**given, "sites": sites}))
+        if len(spec.topologies()[0].sites) < 2:
+            raise AtollError("a geo job needs at least 2 sites; without --job, train runs one")
+        launch = {"tls": tls, "restarts": site_restarts, "sync_timeout_s": comm_timeout}
+        run_geo(spec, out, overwrite, {k: v for k, v in launch.items() if v is not None})
         return
-    job = SiteJob(
-        dataset=dataset.value,
-        data_dir=data_dir,
-        model=model.value,
-        workers=workers,
-        shards=shards,
-        dedicated_shards=dedicated_shards,
-        batch_size=batch_size,
-        optimizer=optimizer_spec,
-        epochs=epochs,
-        steps=steps,
-        seed=seed,
-        threads=threads,
-        checkpoint_every=checkpoint_every,
-        eval_every=eval_every,
-        comm_timeout_s=comm_timeout,
+    geo_only = {name: given.get(name) for name in GEO_ONLY}
+    _refuse(
+        {**geo_only, "tls": tls, "site_restarts": site_restarts},
+        "applies to a geo job (--job, or --sites N > 1)",
     )
+    fields = {**o.overrides(given), **site_only, "comm_timeout_s": comm_timeout}
+    del fields["resume"]
+    run_site(_site_job(fields), out, resume=bool(resume), overwrite=overwrite)
+
+
+def _refuse(options: dict[str, Any], why: str) -> None:
+    given = [f"--{name.replace('_', '-')}" for name, value in options.items() if value is not None]
+    if given:
+        raise AtollError(f"{', '.join(given)} {why}")
+
+
+def _site_job(fields: dict[str, Any]) -> SiteJob:
+    """One site's job from the options given; the rest are SiteJob's defaults."""
+    fields = {("steps" if k == "clocks" else k): v for k, v in fields.items() if v is not None}
+    try:
+        return SiteJob.model_validate(fields)
+    except ValidationError as e:
+        raise AtollError(problems(e)) from None
+
+
+def run_site(job: SiteJob, out: Path, *, resume: bool, overwrite: bool) -> None:
+    from atoll.platform.site.run import train_site
+
     console = Console(stderr=True)
     with TrainingProgress(console) as progress:
         summary = train_site(job, out, resume=resume, overwrite=overwrite, on_event=progress.update)
@@ -158,32 +223,25 @@ def train(
     )
 
 
-def run_geo(
-    job: GeoJob, out: Path, overwrite: bool, tls: bool, restarts: int, sync_timeout_s: float
-) -> None:
+def run_geo(job: GeoJob, out: Path, overwrite: bool, launch_options: dict[str, Any]) -> None:
+    from atoll.platform.core.files import write_json
+    from atoll.platform.core.rundir import claim_run_dir
+    from atoll.platform.site.launch import GeoLaunch
+
     job.partition_spec()  # fail on a bad partition before anything is written
-    job.topologies()
     claim_run_dir(out, overwrite)
     write_json(out / "config.json", job.model_dump(mode="json"))
     console = Console(stderr=True)
     board = SiteBoard(job)
-    launch = GeoLaunch(
-        job, out, tls=tls, restarts=restarts, sync_timeout_s=sync_timeout_s, on_event=board.update
-    )
+    launch = GeoLaunch(job, out, on_event=board.update, **launch_options)
     with (
         Live(board.render(), console=console, refresh_per_second=4) as live,
         _stop_on_signals(launch),
     ):
         board.live = live
         summary = launch.run()
-    write_json(out / "summary.json", summary)
-    plot = plot_timelines(
-        {summary["policy"]: summary["timeline"]},
-        out / "timeline.png",
-        f"{summary['policy']} on {job.topology} (real runtime, loopback)",
-        "wall time (s)",
-        job.target_accuracy,
-    )
+    title = f"{summary['policy']} on {job.topology} (real runtime, loopback)"
+    plot = write_record(out, summary, title, "wall time (s)", job.target_accuracy)
     for failure in summary["failures"]:
         console.print(f"[red]site failed:[/red] {failure}")
     final = summary["final_accuracy"]
@@ -198,7 +256,7 @@ def run_geo(
 
 
 @contextmanager
-def _stop_on_signals(launch: GeoLaunch) -> Iterator[None]:
+def _stop_on_signals(launch: "GeoLaunch") -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return

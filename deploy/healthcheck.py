@@ -110,8 +110,8 @@ def check_edge(args: Sequence[str]) -> tuple[bool, str]:
     if not config:
         return False, "the agent was started without --config or ATOLL_EDGE_CONFIG"
     from atoll.edge.config import load_edge_settings
-    from atoll.platform.control.bus.connection import Bus
-    from atoll.platform.control.bus.keys import BusKeys
+    from atoll.platform.bus.connection import Bus
+    from atoll.platform.bus.keys import BusKeys
     from atoll.platform.core.errors import AtollError
 
     try:

@@ -1,19 +1,8 @@
-"""`python -m atoll.edge run --config site.yaml`: `atoll edge run` without loading the rest of
-Atoll's command line (which imports PyTorch). Same options, same behaviour."""
-
-import sys
+"""`python -m atoll.edge run --config site.yaml`: the same as `atoll edge run`, for images
+and scripts that name the service's package."""
 
 from atoll.cli.edge import app
-from atoll.platform.core.errors import AtollError
-
-
-def main() -> None:
-    try:
-        app(prog_name="python -m atoll.edge")
-    except AtollError as e:
-        print(f"atoll: error: {e}", file=sys.stderr)
-        sys.exit(2)
-
+from atoll.cli.errors import run
 
 if __name__ == "__main__":
-    main()
+    run(app, "python -m atoll.edge")

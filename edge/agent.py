@@ -52,9 +52,9 @@ from atoll.edge.steps import (
     Tick,
     WriteJobFiles,
 )
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.bus.messages import AgentStatus, Beat
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import BusKeys
+from atoll.platform.bus.messages import AgentStatus, Beat
 from atoll.platform.site.supervise import SiteProcess, kill_stale
 
 log = logging.getLogger("atoll.edge")

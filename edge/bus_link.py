@@ -12,9 +12,9 @@ import threading
 import time
 from collections import deque
 
-from atoll.platform.control.bus.connection import Bus, keep_trying
-from atoll.platform.control.bus.messages import AgentStatus, Beat, Command, Telemetry
-from atoll.platform.control.liveness import liveness_ttl_s
+from atoll.platform.bus.connection import Bus, keep_trying
+from atoll.platform.bus.keys import liveness_ttl_s
+from atoll.platform.bus.messages import AgentStatus, Beat, Command, Telemetry
 
 _BACKLOG = 2000  # telemetry samples kept while Redis is away
 

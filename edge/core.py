@@ -39,7 +39,7 @@ from atoll.edge.steps import (
     Tick,
     WriteJobFiles,
 )
-from atoll.platform.control.bus.messages import (
+from atoll.platform.bus.messages import (
     AgentState,
     AppliedCommand,
     Command,

@@ -9,7 +9,7 @@ outcome; the agent saves it before it acknowledges, so what it acknowledged is i
 from collections import OrderedDict
 from typing import Any
 
-from atoll.platform.control.bus.messages import AppliedCommand
+from atoll.platform.bus.messages import AppliedCommand
 
 
 class CommandLedger:

@@ -50,6 +50,11 @@ class RegistryLink:
     def registered(self) -> bool:
         return self.site_id is not None and self.token is not None
 
+    def _site_id(self) -> str:
+        if self.site_id is None:
+            raise RuntimeError("the site is not registered yet")  # callers register first
+        return self.site_id
+
     def report(
         self, priors: list[float], accuracy: float, samples: int, signature: str, version: str
     ) -> None:
@@ -65,7 +70,7 @@ class RegistryLink:
                 if not self.registered:
                     self._register()
                 if time.monotonic() >= next_beat:
-                    self._client().heartbeat(self.site_id)
+                    self._client().heartbeat(self._site_id())
                     next_beat = time.monotonic() + self.settings.registry_heartbeat_s
                 self._send_reports()
                 self._backoff.reset()
@@ -131,7 +136,7 @@ class RegistryLink:
             try:
                 with self._client() as client:
                     client.report(
-                        self.site_id,
+                        self._site_id(),
                         report.class_priors,
                         report.accuracy,
                         report.samples,

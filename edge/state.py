@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from atoll.edge.ledger import CommandLedger
-from atoll.platform.control.bus.messages import SiteJobState, TlsFiles
+from atoll.platform.bus.messages import SiteJobState, TlsFiles
 from atoll.platform.core.files import write_json
 
 

@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from atoll.platform.control.bus.messages import Command, StartJob, Telemetry
+from atoll.platform.bus.messages import Command, StartJob, Telemetry
 from atoll.platform.core.events import RunEvent
 
 

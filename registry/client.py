@@ -52,15 +52,12 @@ class RegistryClient(ServiceClient):
     refused = RegistryError
     unavailable = RegistryUnavailable
     default_url = DEFAULT_URL
+    url_variable = "ATOLL_REGISTRY_URL"
 
     @classmethod
-    def from_env(cls, url: str | None = None, token: str | None = None) -> "RegistryClient":
-        """URL from ATOLL_REGISTRY_URL; token from ATOLL_REGISTRY_TOKEN, else the first
-        admin token in ATOLL_ADMIN_TOKEN."""
-        url = url or os.environ.get("ATOLL_REGISTRY_URL") or DEFAULT_URL
-        if token is None:
-            token = os.environ.get("ATOLL_REGISTRY_TOKEN") or admin_token_from_env()
-        return cls(url, token)
+    def token_from_env(cls) -> str | None:
+        """ATOLL_REGISTRY_TOKEN (a site's), else the first admin token in ATOLL_ADMIN_TOKEN."""
+        return os.environ.get("ATOLL_REGISTRY_TOKEN") or admin_token_from_env()
 
     # Sites
 

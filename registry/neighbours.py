@@ -26,7 +26,8 @@ def js_divergences(target: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     width = max(target.shape[0], candidates.shape[1])
     p = _pad(target[np.newaxis, :], width)
     q = _pad(candidates, width)
-    return np.clip(0.5 * (_kl_to_mixture(p, q) + _kl_to_mixture(q, p)), 0.0, 1.0)
+    divergence: np.ndarray = np.clip(0.5 * (_kl_to_mixture(p, q) + _kl_to_mixture(q, p)), 0, 1)
+    return divergence
 
 
 def rank_neighbours(
@@ -71,7 +72,7 @@ def stack_priors(blobs: Sequence[bytes]) -> np.ndarray:
     return _matrix([priors_from_bytes(b) for b in blobs])
 
 
-def _matrix(rows: Sequence[Sequence[float]]) -> np.ndarray:
+def _matrix(rows: Sequence[Sequence[float] | np.ndarray]) -> np.ndarray:
     width = max((len(r) for r in rows), default=0)
     out = np.zeros((len(rows), width), dtype=np.float64)
     for i, row in enumerate(rows):
@@ -92,4 +93,5 @@ def _kl_to_mixture(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log2(2 * p / (p + q)), 0.0)
-    return terms.sum(axis=1)
+    sums: np.ndarray = terms.sum(axis=1)
+    return sums

@@ -1,8 +1,10 @@
 """Helpers the tests import (`from support import ...`)."""
 
 import contextlib
+import functools
 import io
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +14,14 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FASHION_MNIST = Path(os.environ.get("ATOLL_DATA_DIR", "/usr/share/datasets")) / "fashion-mnist"
+# Where a developer's (and CI's) PostgreSQL and Redis answer when nothing says otherwise.
+LOCAL_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+LOCAL_REDIS = "redis://127.0.0.1:6379/0"
+NO_POSTGRES = (
+    "PostgreSQL: ATOLL_TEST_DATABASE_URL is unset and none answers at 127.0.0.1:5432 "
+    "(database test, user postgres)"
+)
+NO_REDIS = "Redis: ATOLL_TEST_REDIS_URL is unset and none answers at 127.0.0.1:6379"
 
 
 def require(available: bool, what: str) -> None:
@@ -20,7 +30,42 @@ def require(available: bool, what: str) -> None:
         return
     if IN_CI:
         pytest.fail(f"{what} is required under CI=true but is missing", pytrace=False)
-    pytest.skip(f"{what} is not available here")
+    pytest.skip(f"missing {what}")
+
+
+@functools.cache
+def postgres_url() -> str | None:
+    """ATOLL_TEST_DATABASE_URL; else the local default, if a PostgreSQL answers there."""
+    if url := os.environ.get("ATOLL_TEST_DATABASE_URL"):
+        return url
+    from atoll.localstack.registry import postgres_reachable
+
+    return LOCAL_POSTGRES if _listening(5432) and postgres_reachable(LOCAL_POSTGRES) else None
+
+
+@functools.cache
+def redis_url() -> str | None:
+    """ATOLL_TEST_REDIS_URL; else the local default, if a Redis answers there."""
+    if url := os.environ.get("ATOLL_TEST_REDIS_URL"):
+        return url
+    return LOCAL_REDIS if _listening(6379) and _redis_answers(LOCAL_REDIS) else None
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=2).ping())
+    except redis.RedisError:
+        return False
 
 
 @dataclass

@@ -5,7 +5,6 @@ resent only when it cannot have arrived, so a job is never submitted twice.
 """
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +23,6 @@ from atoll.platform.service.client import (
     ServiceClient,
     ServiceError,
     ServiceUnavailable,
-    admin_token_from_env,
 )
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -44,12 +42,7 @@ class ControlClient(ServiceClient):
     refused = ControlError
     unavailable = ControlUnavailable
     default_url = DEFAULT_URL
-
-    @classmethod
-    def from_env(cls, url: str | None = None, token: str | None = None) -> "ControlClient":
-        """URL from ATOLL_CONTROL_URL; token from the first of ATOLL_ADMIN_TOKEN."""
-        url = url or os.environ.get("ATOLL_CONTROL_URL") or DEFAULT_URL
-        return cls(url, token if token is not None else admin_token_from_env())
+    url_variable = "ATOLL_CONTROL_URL"
 
     # jobs
 

@@ -9,12 +9,14 @@ published twice is applied once: the agent remembers what it applied.
 
 from dataclasses import dataclass
 
-OPEN = "issued"  # the one state in which a command is (re)published
+from atoll.platform.control.states import CommandState
+
+OPEN = CommandState.issued  # the one state in which a command is (re)published
 
 
 @dataclass(frozen=True)
 class Delivery:
-    state: str  # issued | applied | refused | ignored | superseded
+    state: CommandState
     published_epoch: str | None
     published_at: float | None
 

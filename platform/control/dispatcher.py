@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.bus.connection import Bus
+from atoll.platform.bus.connection import Bus
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
@@ -30,12 +30,13 @@ from atoll.platform.control.liveness import LivenessBoard
 from atoll.platform.control.models import Command, Job
 from atoll.platform.control.planner import JobPlan, plan_job
 from atoll.platform.control.scheduler import PendingJob, SiteSlot, schedule
+from atoll.platform.control.states import JobState, SiteState
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.database import Database
 from atoll.platform.service.sql import utcnow
 
 log = logging.getLogger("atoll.control")
-LIFECYCLE = ("running", "paused")
+LIFECYCLE = (JobState.running, JobState.paused)
 
 
 @dataclass
@@ -117,7 +118,7 @@ class Dispatcher:
     def _schedule(self) -> None:
         self._collect_plans()
         with self.database.reading() as session:
-            pending = job_store.jobs_in(session, ["pending"])
+            pending = job_store.jobs_in(session, [JobState.pending])
             if not pending:
                 return
             sites = {s.name: s for s in site_store.list_sites(session)}
@@ -153,7 +154,7 @@ class Dispatcher:
             with self.database.writing() as session:
                 for job_id, message in waiting_changed:
                     found = session.get(Job, job_id)
-                    if found is not None and found.state == "pending":
+                    if found is not None and found.state == JobState.pending:
                         found.message = message
                 session.commit()
 
@@ -165,24 +166,25 @@ class Dispatcher:
             now = utcnow()
             with self.database.writing() as session:
                 job = session.get(Job, job_id)
-                if job is None or job.state != "pending":
+                if job is None or job.state != JobState.pending:
                     continue  # cancelled while it was being planned
                 try:
                     plan = planning.future.result()
                 except Exception as e:
                     log.exception("planning job %s failed", job_id)
-                    job.state, job.message = "failed", f"could not plan the job: {e}"
+                    job.state, job.message = JobState.failed, f"could not plan the job: {e}"
                     job.finished_at = job.updated_at = now
                     session.commit()
                     self._job_event(job)
                     continue
-                job.state, job.message = "running", None
+                job.state, job.message = JobState.running, None
                 job.started_at = job.updated_at = now
                 job.params, job.bsp_bytes_per_clock = plan.params, plan.bsp_bytes_per_clock
                 job.secret = plan.secret
                 for part in job_store.job_sites(session, job_id):
                     start = plan.starts[part.site]
-                    part.state, part.samples, part.updated_at = "assigned", start.samples, now
+                    part.state, part.updated_at = SiteState.assigned, now
+                    part.samples = start.samples
                     payload = start.model_dump(mode="json")
                     command_store.issue(session, part.site, "start_job", now, job_id, payload)
                 session.commit()
@@ -199,7 +201,7 @@ class Dispatcher:
             for job in jobs:
                 views = {
                     p.site: SiteView(
-                        p.state,  # type: ignore[arg-type]
+                        p.state,
                         self._counts_as_online(p.site, now),
                         p.message,
                         stalled=now - (p.advanced_at or job.updated_at.timestamp())
@@ -207,7 +209,7 @@ class Dispatcher:
                     )
                     for p in parts[job.id]
                 }
-                state, message = next_job_state(job.state, views)  # type: ignore[arg-type]
+                state, message = next_job_state(job.state, views)
                 if (state, message) == (job.state, job.message):
                     continue
                 job.state, job.message, job.updated_at = state, message, utcnow()

@@ -15,16 +15,12 @@ the others train, it rejoins; after they are done there is nothing left to rejoi
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
-JobState = Literal["pending", "running", "paused", "completed", "failed", "cancelled"]
-SiteState = Literal[
-    "pending", "assigned", "starting", "running", "finished", "failed", "stopped", "cancelled"
-]
-JOB_STATES: tuple[str, ...] = JobState.__args__
-TERMINAL_JOB: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
-ACTIVE_SITE: frozenset[str] = frozenset({"assigned", "starting", "running"})
-TERMINAL_SITE: frozenset[str] = frozenset({"finished", "failed", "cancelled"})
+from atoll.platform.control.states import JobState, SiteState
+
+TERMINAL_JOB = frozenset({JobState.completed, JobState.failed, JobState.cancelled})
+ACTIVE_SITE = frozenset({SiteState.assigned, SiteState.starting, SiteState.running})
+TERMINAL_SITE = frozenset({SiteState.finished, SiteState.failed, SiteState.cancelled})
 
 
 @dataclass(frozen=True)
@@ -37,7 +33,7 @@ class SiteView:
 
 def next_job_state(current: JobState, sites: Mapping[str, SiteView]) -> tuple[JobState, str | None]:
     """The job's state given its sites', and a message saying why when it is not plain."""
-    if current in TERMINAL_JOB or current == "pending":
+    if current in TERMINAL_JOB or current == JobState.pending:
         return current, None
     by_state: dict[str, list[str]] = {}
     for name, site in sorted(sites.items()):
@@ -46,21 +42,21 @@ def next_job_state(current: JobState, sites: Mapping[str, SiteView]) -> tuple[Jo
     lost = [n for state in ACTIVE_SITE for n in by_state.get(state, [])]
     stopped, failed = by_state.get("stopped", []), by_state.get("failed", [])
     if by_state.get("live"):
-        return "running", None
+        return JobState.running, None
     if failed:
         reasons = "; ".join(f"{n}: {sites[n].message or 'failed'}" for n in failed)
-        return "failed", f"failed at {reasons}"
+        return JobState.failed, f"failed at {reasons}"
     if by_state.get("finished"):
         left = sorted([*lost, *stopped])
         note = (
             f"completed without {', '.join(left)} (offline, stalled or stopped)" if left else None
         )
-        return "completed", note
+        return JobState.completed, note
     if lost:
-        return "running", f"waiting for {', '.join(sorted(lost))} to come back online"
+        return JobState.running, f"waiting for {', '.join(sorted(lost))} to come back online"
     # Stopped (drained) sites pause the job; with none, every site cancelled on its own side.
     paused = f"stopped at {', '.join(stopped)}; resumes when they are activated"
-    return ("paused", paused) if stopped else ("cancelled", None)
+    return (JobState.paused, paused) if stopped else (JobState.cancelled, None)
 
 
 def sites_to_close(sites: Mapping[str, SiteView]) -> list[str]:

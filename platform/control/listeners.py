@@ -4,9 +4,9 @@ stored), telemetry into the history and out to live clients."""
 import logging
 from dataclasses import dataclass, field
 
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.keys import CONTROL_CONSUMER
-from atoll.platform.control.bus.messages import Telemetry
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import CONTROL_CONSUMER
+from atoll.platform.bus.messages import Telemetry
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.crud import telemetry as telemetry_store
 from atoll.platform.control.hub import Hub, LiveEvent

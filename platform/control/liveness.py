@@ -1,18 +1,12 @@
 """Liveness, sans I/O: when a site counts as online, and when that changes.
 
 An agent sets its liveness key every heartbeat with a time to live of `TTL_BEATS`
-heartbeats. One missed beat is forgiven (a slow disk, a GC pause); two are not: a
-silent site is offline at most two heartbeat intervals after its last beat, and
-online again with the first beat after it returns.
+heartbeats (`atoll.platform.bus.keys`). One missed beat is forgiven (a slow disk, a GC
+pause); two are not: a silent site is offline at most two heartbeat intervals after its
+last beat, and online again with the first beat after it returns.
 """
 
 from dataclasses import dataclass, field
-
-TTL_BEATS = 2
-
-
-def liveness_ttl_s(heartbeat_s: float) -> float:
-    return TTL_BEATS * heartbeat_s
 
 
 @dataclass(frozen=True)

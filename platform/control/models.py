@@ -22,7 +22,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from atoll.platform.service.sql import NAMING, UTCDateTime
+from atoll.platform.bus.messages import CommandKind
+from atoll.platform.control.states import CommandState, JobState, SiteState, SiteStatus
+from atoll.platform.service.sql import NAMING, StrEnumColumn, UTCDateTime
 
 ID_LENGTH = 36
 NAME_LENGTH = 64
@@ -42,7 +44,7 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(128))
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)  # the GeoJob, as submitted
     tls: Mapped[bool] = mapped_column(Boolean)
-    state: Mapped[str] = mapped_column(String(STATE_LENGTH), index=True)
+    state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, STATE_LENGTH), index=True)
     message: Mapped[str | None] = mapped_column(Text)
     sites: Mapped[list[str]] = mapped_column(JSON)  # in the topology's order
     shards: Mapped[int] = mapped_column(Integer)
@@ -66,7 +68,7 @@ class JobSite(Base):
     )
     site: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True, index=True)
     position: Mapped[int] = mapped_column(Integer)
-    state: Mapped[str] = mapped_column(String(STATE_LENGTH))
+    state: Mapped[SiteState] = mapped_column(StrEnumColumn(SiteState, STATE_LENGTH))
     clock: Mapped[int] = mapped_column(Integer, default=0)
     total_clocks: Mapped[int | None] = mapped_column(Integer)
     accuracy: Mapped[float | None] = mapped_column(Float)
@@ -91,7 +93,7 @@ class Site(Base):
     __tablename__ = "control_sites"
 
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
-    state: Mapped[str] = mapped_column(String(STATE_LENGTH))  # active | draining | removed
+    state: Mapped[SiteStatus] = mapped_column(StrEnumColumn(SiteStatus, STATE_LENGTH))
     agent_state: Mapped[str | None] = mapped_column(String(STATE_LENGTH))
     online: Mapped[bool] = mapped_column(Boolean, default=False)
     region: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
@@ -115,9 +117,9 @@ class Command(Base):
     id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
     site: Mapped[str] = mapped_column(String(NAME_LENGTH))
     job_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), index=True)
-    kind: Mapped[str] = mapped_column(String(STATE_LENGTH))
+    kind: Mapped[CommandKind] = mapped_column(String(STATE_LENGTH))
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # holds secrets: never listed
-    state: Mapped[str] = mapped_column(String(STATE_LENGTH))
+    state: Mapped[CommandState] = mapped_column(StrEnumColumn(CommandState, STATE_LENGTH))
     detail: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     issued_at: Mapped[float] = mapped_column(Float)

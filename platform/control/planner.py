@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from atoll.platform.control.bus.messages import StartJob, TlsFiles
-from atoll.platform.control.wan import bsp_bytes_per_clock
-from atoll.platform.data import load_dataset
+from atoll.platform.bus.messages import StartJob, TlsFiles
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
+from atoll.platform.geo.wan import bsp_bytes_per_clock
 from atoll.platform.model.zoo import build_model, model_signature
 from atoll.platform.net import new_job_secret
 from atoll.platform.net.certs import write_job_certificates

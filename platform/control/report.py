@@ -71,7 +71,7 @@ def plot_job(job: JobOut, samples: Sequence[Sample], out_dir: Path) -> list[Path
         evals = [s for s in samples if s.site == name and s.kind == "eval" and s.accuracy]
         accuracy.plot([s.clock for s in evals], [s.accuracy for s in evals], label=name)
         sent = [s for s in samples if s.site == name and s.wan_bytes is not None]
-        traffic.plot([s.clock for s in sent], [s.wan_bytes / 1e6 for s in sent], label=name)
+        traffic.plot([s.clock for s in sent], [(s.wan_bytes or 0) / 1e6 for s in sent], label=name)
     if job.bsp_wan_bytes and names:
         clocks = max(s.clock for s in job.sites)
         per_site = job.bsp_wan_bytes / len(names) / 1e6

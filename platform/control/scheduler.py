@@ -9,10 +9,12 @@ keeps its sites for itself, so a later job never starves it.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from atoll.platform.control.states import SiteStatus
+
 
 @dataclass(frozen=True)
 class SiteSlot:
-    state: str  # active | draining | removed
+    state: SiteStatus
     online: bool | None
     busy_with: str | None  # the job it runs or holds, if any
     geo_ports: int

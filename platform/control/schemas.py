@@ -3,11 +3,12 @@
 benchmarks also run; every field is described in the OpenAPI schema."""
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from atoll.platform.control.lifecycle import JobState, SiteState
+from atoll.platform.bus.messages import CommandKind
+from atoll.platform.control.states import CommandState, JobState, SiteState, SiteStatus
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.schemas import Readiness as ServiceReadiness
 
@@ -69,7 +70,7 @@ class JobPage(BaseModel):
 
 class SiteOut(BaseModel):
     name: str
-    state: Literal["active", "draining", "removed"] = Field(description="what operators decided")
+    state: SiteStatus = Field(description="what operators decided")
     online: bool
     agent_state: str | None = Field(description="idle, running, draining or removed, as reported")
     region: str | None
@@ -91,8 +92,8 @@ class CommandOut(BaseModel):
     id: str
     site: str
     job_id: str | None
-    kind: str
-    state: str = Field(description="issued, applied, refused, ignored or superseded")
+    kind: CommandKind
+    state: CommandState = Field(description="issued, applied, refused, ignored or superseded")
     detail: str | None
     publish_count: int = Field(description="times it was put on the bus")
     created_at: datetime

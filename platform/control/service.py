@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from atoll.platform.control.bus.connection import Bus, BusDown, keep_trying
-from atoll.platform.control.bus.keys import BusKeys
+from atoll.platform.bus.connection import Bus, BusDown, keep_trying
+from atoll.platform.bus.keys import BusKeys
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.dispatcher import Dispatcher
 from atoll.platform.control.hub import Hub

@@ -8,7 +8,6 @@ unknown kind from another version of Atoll, a field of the wrong type) and count
 """
 
 from pathlib import Path
-from types import TracebackType
 
 from atoll.platform.core.events import MalformedEvent, RunEvent, parse_event
 
@@ -31,12 +30,7 @@ class RunLog:
     def __enter__(self) -> "RunLog":
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -23,7 +23,14 @@ FASHION_MNIST_CLASSES = (
 )  # fmt: skip
 # Per-pixel statistics of the Fashion-MNIST training set, after scaling to [0, 1].
 FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530
-_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_DTYPES: dict[int, str] = {
+    0x08: "u1",
+    0x09: "i1",
+    0x0B: ">i2",
+    0x0C: ">i4",
+    0x0D: ">f4",
+    0x0E: ">f8",
+}
 
 
 @dataclass(frozen=True)
@@ -110,10 +117,17 @@ def _idx_path(folder: Path, stem: str) -> Path | None:
     return next((folder / n for n in (f"{stem}.gz", stem) if (folder / n).is_file()), None)
 
 
+def _idx_file(folder: Path, stem: str) -> Path:
+    path = _idx_path(folder, stem)
+    if path is None:
+        raise AtollError(f"{folder} holds no {stem} (nor {stem}.gz)")
+    return path
+
+
 def read_fashion_mnist(folder: Path) -> TrainTest:
     def split(prefix: str) -> Dataset:
-        images = read_idx(_idx_path(folder, f"{prefix}-images-idx3-ubyte"))
-        labels = read_idx(_idx_path(folder, f"{prefix}-labels-idx1-ubyte"))
+        images = read_idx(_idx_file(folder, f"{prefix}-images-idx3-ubyte"))
+        labels = read_idx(_idx_file(folder, f"{prefix}-labels-idx1-ubyte"))
         if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
             raise AtollError(f"Fashion-MNIST files in {folder} do not match each other")
         # In place on one float32 copy: a float64 detour costs 10x the time and memory.

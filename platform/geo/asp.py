@@ -28,7 +28,6 @@ from atoll.platform.geo.messages import (
     Kind,
     Lane,
     Outbound,
-    ValueType,
     carrying,
     quantize,
 )
@@ -37,6 +36,7 @@ from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import RoundSync
 from atoll.platform.geo.selective_barrier import SelectiveBarrier
 from atoll.platform.geo.significance import AdaptiveThreshold, SignificanceFilter, ThresholdSchedule
+from atoll.platform.geo.spec import ValueType
 
 
 class ApproximateSync(GeoPolicy):

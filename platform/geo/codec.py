@@ -19,6 +19,7 @@ every value is finite. Anything else raises `CodecError`, and only that.
 """
 
 import struct
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,7 +32,7 @@ _HEADER = struct.Struct("<2sBBBxHQIIII")
 HEADER_BYTES = _HEADER.size
 _SPARSE, _VARINT = 0b0001, 0b1000
 _INT8 = 3
-_DTYPES = {1: np.dtype("<f4"), 2: np.dtype("<f2"), _INT8: np.dtype("i1")}
+_DTYPES: dict[int, np.dtype[Any]] = {1: np.dtype("<f4"), 2: np.dtype("<f2"), _INT8: np.dtype("i1")}
 _DTYPE_CODES = {torch.float32: 1, torch.float16: 2, torch.int8: _INT8}
 _SCALE = struct.Struct("<f")
 _VARINT_MAX_BYTES = 5  # enough for any uint32 gap
@@ -45,9 +46,10 @@ class CodecError(ValueError):
 
 def encode(message: GeoMessage) -> bytes:
     values, indices = message.values, message.indices
-    dtype_code = 0 if values is None else _DTYPE_CODES.get(values.dtype)
+    dtype = None if values is None else values.dtype
+    dtype_code = 0 if dtype is None else _DTYPE_CODES.get(dtype)
     if dtype_code is None:
-        raise CodecError(f"cannot encode values of type {values.dtype}; use float32, float16, int8")
+        raise CodecError(f"cannot encode values of type {dtype}; use float32, float16, int8")
     if (dtype_code == _INT8) != (message.scale is not None):
         raise CodecError("int8 values need a scale, and only they have one")
     index_bytes = b""
@@ -170,7 +172,10 @@ def _gaps(indices: np.ndarray) -> np.ndarray:
 
 
 def _varint_lengths(gaps: np.ndarray) -> np.ndarray:
-    return 1 + sum((gaps >= (1 << (7 * k))).astype(np.int64) for k in range(1, _VARINT_MAX_BYTES))
+    lengths = np.ones(len(gaps), dtype=np.int64)
+    for k in range(1, _VARINT_MAX_BYTES):
+        lengths += gaps >= (1 << (7 * k))
+    return lengths
 
 
 def _varints(indices: np.ndarray) -> bytes:

@@ -4,21 +4,26 @@ The simulator and the real runtime take the same job, so their results compare.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from atoll.platform.data import PartitionSpec
+from atoll.platform.data.names import DatasetName
 from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.model.names import ModelName
 from atoll.platform.model.optim import OptimizerSpec
-from atoll.platform.net.topology import Topology, load_topology
+
+if TYPE_CHECKING:
+    from atoll.platform.data.partition import PartitionSpec
+    from atoll.platform.net.topology import Topology
 
 
 class GeoJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dataset: str = "fashion-mnist"
+    dataset: DatasetName = "fashion-mnist"
     data_dir: Path | None = None
-    model: str = "cnn"
+    model: ModelName = "cnn"
     topology: str = "three-continents"
     sites: int | None = Field(None, ge=1, description="use the topology's first N sites")
     partition: str = "dirichlet:0.5"
@@ -51,8 +56,12 @@ class GeoJob(BaseModel):
         momentum = max(0.0, 1 - (1 - optimizer.momentum) * (1 + geo.staleness))
         return optimizer.model_copy(update={"momentum": momentum})
 
-    def topologies(self) -> tuple[Topology, Topology]:
+    # The job itself is plain data that the command line and the control plane read at
+    # start; what these two need (numpy, the net package) loads when they are called.
+    def topologies(self) -> "tuple[Topology, Topology]":
         """The job's sites, and the links their traffic crosses (LAN links for `lan`)."""
+        from atoll.platform.net.topology import load_topology
+
         topology = load_topology(self.topology)
         if self.sites is not None:
             topology = topology.subset(self.sites)
@@ -60,7 +69,9 @@ class GeoJob(BaseModel):
             return topology, topology.with_links_of(load_topology("lan"))
         return topology, topology
 
-    def partition_spec(self) -> PartitionSpec:
+    def partition_spec(self) -> "PartitionSpec":
+        from atoll.platform.data.partition import PartitionSpec
+
         return PartitionSpec.parse(self.partition)
 
     def site_seed(self, site: int) -> int:

@@ -2,9 +2,10 @@
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Literal
 
 import torch
+
+from atoll.platform.geo.spec import ValueType
 
 
 class Kind(IntEnum):
@@ -74,9 +75,6 @@ class GeoMessage:
             target += self.float_values()
         else:
             target.index_add_(0, self.indices, self.float_values())
-
-
-ValueType = Literal["float32", "float16", "int8"]
 
 
 def quantize(values: torch.Tensor, value_type: ValueType) -> tuple[torch.Tensor, float | None]:

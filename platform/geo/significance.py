@@ -9,11 +9,10 @@ mode a controller moves it to keep measured WAN use within a budget.
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
-ScheduleKind = Literal["constant", "inverse-sqrt", "lr"]
+from atoll.platform.geo.spec import ScheduleKind
 
 
 @dataclass(frozen=True)

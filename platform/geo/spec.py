@@ -1,18 +1,18 @@
-"""Which geo policy a job runs, with its parameters: one validated spec."""
+"""Which geo policy a job runs, with its parameters: one validated spec.
 
-from typing import Literal
+Plain data, without torch: job files, the control plane and the command line read it.
+`atoll.platform.geo.policies.build_policy` makes the policy it names.
+"""
 
-import torch
+from typing import Literal, get_args
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from atoll.platform.geo.asp import ApproximateSync
-from atoll.platform.geo.messages import ValueType
-from atoll.platform.geo.policy import GeoPolicy, Isolated
-from atoll.platform.geo.rounds import OuterNesterov, RoundSync
-from atoll.platform.geo.significance import AdaptiveThreshold, ScheduleKind, ThresholdSchedule
-
 PolicyName = Literal["asp", "bsp", "lan", "fedavg", "diloco", "none"]
-POLICIES: tuple[str, ...] = PolicyName.__args__
+POLICIES: tuple[str, ...] = get_args(PolicyName)
+# How asp's threshold decays, and the precision of the values it sends.
+ScheduleKind = Literal["constant", "inverse-sqrt", "lr"]
+ValueType = Literal["float32", "float16", "int8"]
 
 
 class GeoSpec(BaseModel):
@@ -73,34 +73,3 @@ class GeoSpec(BaseModel):
         if self.policy in ("fedavg", "diloco"):
             return f"{self.policy} H={self.period}"
         return self.policy
-
-    def build(
-        self, site: int, sites: int, params: torch.Tensor, offset: int = 0, start_s: float = 0.0
-    ) -> GeoPolicy:
-        if self.policy == "asp":
-            adaptive = AdaptiveThreshold(self.budget_mbps * 1e6) if self.budget_mbps else None
-            return ApproximateSync(
-                site,
-                sites,
-                params,
-                offset,
-                schedule=ThresholdSchedule(self.threshold, self.threshold_schedule),
-                adaptive=adaptive,
-                staleness=self.staleness,
-                lease_s=self.lease_s,
-                start_s=start_s,
-                value_type=self.value_type,
-                final=self.final,
-                congestion_s=self.congestion_s,
-                lookahead=self.lookahead,
-            )
-        if self.policy in ("bsp", "lan"):
-            return RoundSync(site, sites, params, offset, name=self.policy, period=1)
-        if self.policy == "fedavg":
-            return RoundSync(site, sites, params, offset, name="fedavg", period=self.period)
-        if self.policy == "diloco":
-            outer = OuterNesterov(self.outer_lr, self.outer_momentum)
-            return RoundSync(
-                site, sites, params, offset, name="diloco", period=self.period, outer=outer
-            )
-        return Isolated(site, sites, params, offset)

@@ -18,7 +18,7 @@ class Backoff:
         self._rng = rng or random.Random()
 
     def next_delay(self) -> float:
-        nominal = min(self.max_s, self.initial_s * 2 ** min(self.failures, 62))
+        nominal = min(self.max_s, self.initial_s * 2.0 ** min(self.failures, 62))
         self.failures += 1
         return nominal / 2 + self._rng.uniform(0, nominal / 2)
 

@@ -43,7 +43,8 @@ def write_job_certificates(
     configs = {}
     for site in sites:
         key = ec.generate_private_key(ec.SECP256R1())
-        names = [x509.DNSName(site), *(x509.DNSName(n) for n in _LOCAL_NAMES)]
+        names: list[x509.GeneralName] = [x509.DNSName(site)]
+        names += [x509.DNSName(n) for n in _LOCAL_NAMES]
         names += [x509.IPAddress(ipaddress.ip_address(a)) for a in _LOCAL_ADDRESSES]
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, site)])
         cert = (

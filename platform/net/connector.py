@@ -9,9 +9,10 @@ the connection with a code that tells the other side why.
 import asyncio
 import logging
 import ssl
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidMessage
 
 from atoll.platform.net.backoff import Backoff
@@ -99,8 +100,9 @@ class Connector:
 
     # accepting
 
-    async def accept(self, ws: CountingServerConnection) -> None:
+    async def accept(self, connection: ServerConnection) -> None:
         """Serve one incoming connection until it ends (the `serve` handler)."""
+        ws = cast(CountingServerConnection, connection)  # what `server_options` makes
         link: PeerLink | None = None
         try:
             _limit_messages(ws, _HANDSHAKE_MESSAGE_BYTES)
@@ -172,15 +174,19 @@ class Connector:
 
     async def dial_forever(self, link: PeerLink) -> None:
         backoff = Backoff(self.options.backoff_initial_s, self.options.backoff_max_s)
-        while link.state != "closed":
+        while not link.is_shut:
             await self._dial(link, backoff)
-            if link.state != "closed":
+            if not link.is_shut:
                 await asyncio.sleep(backoff.next_delay())
 
     async def _dial(self, link: PeerLink, backoff: Backoff) -> None:
         ws: CountingClientConnection | None = None
         try:
-            ws = await connect(link.url, **self._client_options(link.peer))
+            # `_client_options` has websockets make a CountingClientConnection.
+            ws = cast(
+                CountingClientConnection,
+                await connect(link.url, **self._client_options(link.peer)),
+            )
             _limit_messages(ws, _HANDSHAKE_MESSAGE_BYTES)
             async with asyncio.timeout(self.options.handshake_timeout_s):
                 shaper = link.new_shaper()

@@ -12,7 +12,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from urllib.parse import urlsplit
 
 from websockets.asyncio.server import Server, serve
@@ -148,13 +147,8 @@ class SiteEndpoint:
     def __enter__(self) -> "SiteEndpoint":
         return self.start() if self._thread is None else self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is None:
             self.close()
         else:  # do not hide the exception that is already on its way out
             with contextlib.suppress(LinkError):

@@ -16,6 +16,7 @@ Idle links send ACK frames as heartbeats: repeating a cumulative ack is harmless
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from atoll.platform.net.errors import BadFrame
 
@@ -190,7 +191,7 @@ def _decode_name(raw: bytes, offset: int) -> tuple[str, int]:
         raise BadFrame("site name is not UTF-8") from None
 
 
-def _unpack_exact(layout: struct.Struct, raw: bytes, what: str) -> tuple:
+def _unpack_exact(layout: struct.Struct, raw: bytes, what: str) -> tuple[Any, ...]:
     if len(raw) != layout.size:
         raise BadFrame(f"{what} frame of {len(raw)} bytes, expected {layout.size}")
     return layout.unpack(raw)

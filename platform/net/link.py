@@ -287,6 +287,11 @@ class PeerLink:
         """The endpoint is closing: no more redialing, lease checks or state changes."""
         self._set_state("closed")
 
+    @property
+    def is_shut(self) -> bool:
+        """The endpoint shut it (`shut`): it never connects again."""
+        return self.state == "closed"
+
     def _set_state(self, state: LinkState) -> None:
         self.state = state
         self._on_state_change()

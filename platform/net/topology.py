@@ -8,6 +8,7 @@ is listed in both directions. See platform/net/topologies/*.yaml.
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -99,7 +100,7 @@ def parse_topology(raw: object, name: str) -> Topology:
     return Topology(name, tuple(sites), links, str(raw.get("description", "")).strip())
 
 
-def _shape(entry: dict, fail: Callable[[str], AtollError], where: str) -> LinkShape:
+def _shape(entry: dict[str, Any], fail: Callable[[str], AtollError], where: str) -> LinkShape:
     try:
         latency_ms = float(entry["latency_ms"])
         bandwidth_mbps = float(entry["bandwidth_mbps"])

@@ -7,7 +7,6 @@ import os
 import random
 import time
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
 import httpx
@@ -52,6 +51,18 @@ class ServiceClient:
     refused: ClassVar[type[ServiceError]]  # its `service` names the service in messages
     unavailable: ClassVar[type[ServiceUnavailable]]
     default_url: ClassVar[str]
+    url_variable: ClassVar[str]  # the environment variable with the service's URL
+
+    @classmethod
+    def from_env(cls, url: str | None = None, token: str | None = None) -> Self:
+        """URL from `url_variable`, token from `token_from_env`, unless given."""
+        url = url or os.environ.get(cls.url_variable) or cls.default_url
+        return cls(url, token if token is not None else cls.token_from_env())
+
+    @classmethod
+    def token_from_env(cls) -> str | None:
+        """The first admin token in ATOLL_ADMIN_TOKEN."""
+        return admin_token_from_env()
 
     def __init__(
         self,
@@ -79,12 +90,7 @@ class ServiceClient:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _call(

@@ -48,7 +48,7 @@ class ApiError(Exception):
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.problems = [Problem(field=field, location=location, problem=message)]  # type: ignore[arg-type]
+        self.problems = [Problem(field=field, location=location, problem=message)]
         self.headers = headers
 
 
@@ -102,7 +102,7 @@ def validation_problems(errors: Sequence[Any]) -> list[Problem]:
     for err in errors:
         location, field = field_path(err.get("loc", ()))
         text = _PLAIN.get(err.get("type", ""), err.get("msg", "is invalid"))
-        problems.append(Problem(field=field, location=location, problem=text))  # type: ignore[arg-type]
+        problems.append(Problem(field=field, location=location, problem=text))
     return problems
 
 
@@ -134,7 +134,7 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
         problem = Problem(field="body", location="body", problem="is not valid UTF-8 JSON")
     else:
         problem = Problem(field="", location="request", problem=str(exc.detail))
-    return error_response(status, problem.problem, [problem], headers)
+    return error_response(status, problem.problem, [problem], dict(headers) if headers else None)
 
 
 _UNREADABLE_BODY = "There was an error parsing the body"  # FastAPI's words for it

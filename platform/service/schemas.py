@@ -1,8 +1,10 @@
 """The response bodies both services share: errors, liveness and readiness."""
 
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Problem(BaseModel):
@@ -29,3 +31,16 @@ class Readiness(BaseModel):
     schema_revision: list[str] = Field(description="The database's Alembic revision.")
     schema_head: list[str] = Field(description="The revision this code needs.")
     problem: str | None = Field(description="Why it is not ready, and what to do.")
+
+
+def from_row(model: type[M], row: object, **computed: Any) -> M:
+    """A response body from a table row: each field from the row's attribute of the same
+    name, but those given in `computed` (renamed, derived or joined in)."""
+    copied = {name: getattr(row, name) for name in model.model_fields if name not in computed}
+    return model.model_validate({**copied, **computed})
+
+
+def error_docs(meaning: dict[int, str], *statuses: int) -> dict[int | str, Any]:
+    """OpenAPI entries for the error answers a route can give, all of them `ErrorBody`:
+    `statuses`, each described by `meaning`."""
+    return {s: {"model": ErrorBody, "description": meaning[s]} for s in statuses}

@@ -1,5 +1,10 @@
-"""Before a service serves: the checks that turn a misconfiguration into one clear line."""
+"""Running a service: first the checks that turn a misconfiguration into one clear line,
+then uvicorn."""
 
+import os
+import tempfile
+
+import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
 
 from atoll.platform.core.errors import AtollError
@@ -33,3 +38,33 @@ def preflight(settings: ServiceSettings, schema: AlembicSchema, migrate: bool = 
         database.dispose()
     if problem:
         raise AtollError(problem)
+
+
+def run_server(
+    app_factory: str,
+    settings: ServiceSettings,
+    schema: AlembicSchema,
+    *,
+    host: str,
+    port: int,
+    migrate: bool = False,
+    log_level: str = "info",
+    access_log: bool = True,
+    workers: int = 1,
+) -> None:
+    """Check, then serve the app `app_factory` ("module:function") makes, until stopped."""
+    preflight(settings, schema, migrate)
+    if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        # Worker processes share their counters through files here (prometheus_client's
+        # multiprocess mode), so /metrics adds up every worker whichever one answers.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="atoll-metrics-")
+    uvicorn.run(
+        app_factory,
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        access_log=access_log,
+        server_header=False,
+    )

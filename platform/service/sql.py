@@ -1,8 +1,10 @@
-"""SQL pieces both services' models use: constraint names and aware UTC datetimes."""
+"""SQL pieces both services' models use: constraint names, aware UTC datetimes, enums."""
 
 from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TypeVar
 
-from sqlalchemy import DateTime, Dialect, TypeDecorator
+from sqlalchemy import DateTime, Dialect, String, TypeDecorator
 
 # Named constraints, so that later migrations can alter them on every backend.
 NAMING = {
@@ -12,6 +14,7 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+E = TypeVar("E", bound=StrEnum)
 
 
 def utcnow() -> datetime:
@@ -37,3 +40,23 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value
+
+
+class StrEnumColumn(TypeDecorator[E]):
+    """A StrEnum stored as its value in a VARCHAR: the column is a plain String column (no
+    database enum type, nothing to migrate when a member is added), and a row reads back
+    as the enum, so a value the enum does not know fails loudly instead of passing as text.
+    """
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[E], length: int) -> None:
+        super().__init__(length)
+        self.enum = enum
+
+    def process_bind_param(self, value: E | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> E | None:
+        return None if value is None else self.enum(value)

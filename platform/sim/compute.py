@@ -17,7 +17,7 @@ from torch import nn
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.data.datasets import Dataset
-from atoll.platform.model import build_model
+from atoll.platform.model.zoo import build_model
 
 _TIMED_STEPS = 12
 

@@ -7,6 +7,7 @@ to leave, as the real link counts them at the socket, with the same framing;
 acknowledgements and heartbeats, small and batched, are not modelled.
 """
 
+import functools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,4 +58,4 @@ class SimulatedLink:
         done = now + 8 * nbytes / self.shape.bandwidth_bps
         self._busy_until = done
         self.events.at(done, self._start_next)
-        self.events.at(done + self.shape.latency_s, lambda t, p=payload: self.deliver(p, t))
+        self.events.at(done + self.shape.latency_s, functools.partial(self.deliver, payload))

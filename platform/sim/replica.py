@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from atoll.platform.data.datasets import Dataset
-from atoll.platform.model import build_model
 from atoll.platform.model.optim import OptimizerSpec
+from atoll.platform.model.zoo import build_model
 from atoll.platform.site.batches import BatchPlan
 from atoll.platform.site.flat import FlatModel, shifted
 from atoll.platform.site.optim import ShardOptimizer, scaled_step

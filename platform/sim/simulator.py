@@ -17,14 +17,16 @@ import torch
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import SimEvent, SimSiteDone, TimelinePoint
-from atoll.platform.data import load_dataset, partition_dataset
+from atoll.platform.data.datasets import load_dataset
+from atoll.platform.data.partition import partition_dataset
 from atoll.platform.geo.codec import encoded_size
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.messages import BROADCAST, GeoMessage, Outbound
 from atoll.platform.geo.mirror_clock import Wait
+from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.timeline import AccuracyTimeline, Point
-from atoll.platform.model import evaluate
+from atoll.platform.model.evaluate import evaluate
 from atoll.platform.sim.compute import ComputeProfile, compute_profile
 from atoll.platform.sim.events import EventQueue
 from atoll.platform.sim.network import SimulatedLink
@@ -86,7 +88,7 @@ class GeoSimulation:
                 data_seed=job.site_seed(i),
                 total_clocks=job.clocks,
             )
-            policy = job.geo.build(i, len(names), replica.params)
+            policy = build_policy(job.geo, i, len(names), replica.params)
             self.sites.append(SimSite(i, name, replica, policy, compute.step_for(name)))
         self.links = {
             (a, b): SimulatedLink(

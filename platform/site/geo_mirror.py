@@ -17,6 +17,7 @@ from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.codec import CodecError, decode, encode
 from atoll.platform.geo.messages import BROADCAST, Lane, Outbound
 from atoll.platform.geo.mirror_clock import Wait
+from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import ProtocolError
 from atoll.platform.net import (
@@ -53,8 +54,8 @@ class GeoMirror:
         self.config = config
         self.names = config.sites
         self.index = config.index
-        self.policy: GeoPolicy = config.policy.build(
-            self.index, len(self.names), params, offset, start_s=time.monotonic()
+        self.policy: GeoPolicy = build_policy(
+            config.policy, self.index, len(self.names), params, offset, start_s=time.monotonic()
         )
         # The site's WAN link is shared by its shards: each gets an equal part of it.
         self.shapes = {

@@ -11,6 +11,19 @@ import torch
 from atoll.platform.model.optim import OptimizerSpec
 
 
+def build_optimizer(spec: OptimizerSpec, params: list[torch.Tensor]) -> torch.optim.Optimizer:
+    # foreach=False: the single-tensor path, identical in a shard and in one process.
+    if spec.name == "adam":
+        return torch.optim.Adam(params, lr=spec.lr, weight_decay=spec.weight_decay, foreach=False)
+    return torch.optim.SGD(
+        params,
+        lr=spec.lr,
+        momentum=spec.momentum,
+        weight_decay=spec.weight_decay,
+        foreach=False,
+    )
+
+
 @dataclass
 class ShardOptimizer:
     """One shard's slice of the parameters and the optimizer state that goes with it."""
@@ -20,7 +33,7 @@ class ShardOptimizer:
 
     @classmethod
     def create(cls, param: torch.Tensor, spec: OptimizerSpec) -> "ShardOptimizer":
-        return cls(param, spec.build([param]))
+        return cls(param, build_optimizer(spec, [param]))
 
     def step(self, grad: torch.Tensor, lr: float) -> None:
         for group in self.optimizer.param_groups:

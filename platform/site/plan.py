@@ -8,7 +8,8 @@ the addresses its edge agents registered.
 import socket
 from pathlib import Path
 
-from atoll.platform.data import load_dataset, partition_dataset
+from atoll.platform.data.datasets import load_dataset
+from atoll.platform.data.partition import partition_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.spec import SiteGeo, SiteJob
 

@@ -38,7 +38,8 @@ from atoll.platform.core.events import (
     TrainingStarted,
 )
 from atoll.platform.data.datasets import Dataset, load_dataset
-from atoll.platform.model import Evaluation, build_model, evaluate, model_signature
+from atoll.platform.model.evaluate import Evaluation, evaluate
+from atoll.platform.model.zoo import build_model, model_signature
 from atoll.platform.site.barrier import BSPBarrier
 from atoll.platform.site.batches import BatchPlan
 from atoll.platform.site.checkpoint import CheckpointStore

@@ -12,8 +12,9 @@ import torch
 from torch import nn
 
 from atoll.platform.data.datasets import Dataset
-from atoll.platform.model import build_model
+from atoll.platform.model.zoo import build_model
 from atoll.platform.site.batches import BatchPlan
+from atoll.platform.site.optim import build_optimizer
 from atoll.platform.site.spec import SiteJob
 
 
@@ -30,7 +31,7 @@ class ReferenceRun:
 def train_single_process(job: SiteJob, train: Dataset, steps: int) -> ReferenceRun:
     """`steps` steps with batch `workers * batch_size` over the samples the site would use."""
     model = build_model(job.model, train.input_shape, train.num_classes, job.seed)
-    optimizer = job.optimizer.build(list(model.parameters()))
+    optimizer = build_optimizer(job.optimizer, list(model.parameters()))
     plan = BatchPlan(len(train), job.batch_size * job.workers, 1, job.seed)
     start = time.perf_counter()
     for step in range(steps):

@@ -13,7 +13,7 @@ from atoll.platform.core.events import SiteEvent, TrainingFailed, TrainingStarte
 from atoll.platform.core.files import write_json
 from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.core.runlog import RunLog
-from atoll.platform.data import check_dataset
+from atoll.platform.data.datasets import check_dataset
 from atoll.platform.site.cluster import SiteCluster, SiteFailure
 from atoll.platform.site.spec import SiteJob
 

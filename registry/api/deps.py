@@ -1,6 +1,5 @@
 """What routes depend on, as typed aliases: settings, database sessions, the caller."""
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
@@ -8,9 +7,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPBearer
-from sqlalchemy.orm import Session
 
 from atoll.platform.service.database import Database
+from atoll.platform.service.deps import DatabaseDep
 from atoll.platform.service.errors import Forbidden, Unauthorized
 from atoll.platform.service.security import bearer_token, hash_token, matches_any
 from atoll.platform.service.sql import utcnow
@@ -23,27 +22,11 @@ from atoll.registry.crud.tokens import site_of_token
 _bearer = HTTPBearer(auto_error=False, description="An admin token or a site's token.")
 
 
-# The dependencies that do no I/O are `async def`: FastAPI runs a plain `def` one in
-# the thread pool, and each such hop costs more than the work (creating a session
-# touches no database; it connects on first use, in the route's thread).
+# The dependencies that do no I/O are `async def` (atoll.platform.service.deps says why).
 
 
 async def get_settings(request: Request) -> RegistrySettings:
     return request.app.state.settings
-
-
-async def get_database(request: Request) -> Database:
-    return request.app.state.database
-
-
-async def read_session(database: "DatabaseDep") -> AsyncIterator[Session]:
-    with database.reading() as session:
-        yield session
-
-
-async def write_session(database: "DatabaseDep") -> AsyncIterator[Session]:
-    with database.writing() as session:
-        yield session
 
 
 async def now() -> datetime:
@@ -51,9 +34,6 @@ async def now() -> datetime:
 
 
 SettingsDep = Annotated[RegistrySettings, Depends(get_settings)]
-DatabaseDep = Annotated[Database, Depends(get_database)]
-ReadSession = Annotated[Session, Depends(read_session)]
-WriteSession = Annotated[Session, Depends(write_session)]
 Now = Annotated[datetime, Depends(now)]
 
 

@@ -8,6 +8,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from atoll.platform.service.errors import Conflict, Invalid, NotFound
+from atoll.platform.service.schemas import from_row
 from atoll.registry.models import ArtifactSite, ModelArtifact, Site
 from atoll.registry.pagination import CursorError, decode_cursor, encode_cursor
 from atoll.registry.schemas import Artifact, ArtifactCreate, ArtifactFilters
@@ -103,7 +104,7 @@ def list_artifacts(
 
 
 def lineage(session: Session, artifact: ModelArtifact) -> list[ModelArtifact]:
-    ancestors = []
+    ancestors: list[ModelArtifact] = []
     current = artifact
     while current.parent_id is not None and len(ancestors) < MAX_LINEAGE:
         current = get_artifact(session, current.parent_id)
@@ -112,16 +113,4 @@ def lineage(session: Session, artifact: ModelArtifact) -> list[ModelArtifact]:
 
 
 def artifact_out(artifact: ModelArtifact) -> Artifact:
-    return Artifact(
-        id=artifact.id,  # type: ignore[arg-type]
-        job=artifact.job,
-        sites=artifact.site_ids,  # type: ignore[arg-type]
-        clock=artifact.clock,
-        checksum=artifact.checksum,
-        size_bytes=artifact.size_bytes,
-        uri=artifact.uri,
-        model_signature=artifact.model_signature,
-        parent=artifact.parent_id,  # type: ignore[arg-type]
-        created_at=artifact.created_at,
-        created_by=artifact.created_by,
-    )
+    return from_row(Artifact, artifact, sites=artifact.site_ids, parent=artifact.parent_id)

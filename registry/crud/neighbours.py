@@ -98,7 +98,7 @@ def rank(
         found = conn.execute(_DETAILS, {"b_ids": [r.site_id for r in ranked]}).mappings()
         details = {row["id"]: row for row in found}
     return NeighbourList(
-        site_id=site_id,  # type: ignore[arg-type]
+        site_id=site_id,
         model_signature=signature,
         k=k,
         candidates=len(ids),

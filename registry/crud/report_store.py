@@ -8,10 +8,20 @@ beyond the retention limit, atomically: on any error nothing is written.
 """
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from uuid import uuid4
 
-from sqlalchemy import JSON, Connection, bindparam, delete, insert, select, text, update
+from sqlalchemy import (
+    JSON,
+    Connection,
+    Table,
+    bindparam,
+    delete,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from atoll.platform.service.database import Database
@@ -23,7 +33,8 @@ from atoll.registry.schemas import Report as ReportOut
 from atoll.registry.schemas import ReportCreate
 
 _COMPARED = ("class_priors", "accuracy", "samples", "model_signature", "model_version", "drift")
-_sites, _reports = Site.__table__, Report.__table__
+# Declarative classes type their table as a FromClause; these two are Tables.
+_sites, _reports = cast(Table, Site.__table__), cast(Table, Report.__table__)
 # The UPDATE's row lock orders concurrent reports of one site.
 _NEXT_SEQ = (
     update(_sites)

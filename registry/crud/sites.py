@@ -8,6 +8,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from atoll.platform.service.errors import Conflict, Invalid, NotFound
+from atoll.platform.service.schemas import from_row
 from atoll.registry.crud.tokens import issue_token, revoke_all
 from atoll.registry.models import Site
 from atoll.registry.pagination import CursorError, decode_cursor, encode_cursor
@@ -22,21 +23,11 @@ def site_status(site: Site, now: datetime, window_s: float) -> SiteStatus:
 
 
 def site_out(site: Site, now: datetime, window_s: float) -> SiteOut:
-    return SiteOut(
-        id=site.id,  # type: ignore[arg-type]
-        name=site.name,
-        region=site.region,
-        endpoint=site.endpoint,
-        labels=site.labels,
+    return from_row(
+        SiteOut,
+        site,
         capabilities=Capabilities.model_validate(site.capabilities),
         status=site_status(site, now, window_s),
-        registered_at=site.registered_at,
-        updated_at=site.updated_at,
-        last_seen_at=site.last_seen_at,
-        deregistered_at=site.deregistered_at,
-        model_signature=site.model_signature,
-        model_version=site.model_version,
-        reports_total=site.reports_total,
     )
 
 

@@ -6,6 +6,7 @@ from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from atoll.platform.service.errors import NotFound
+from atoll.platform.service.schemas import from_row
 from atoll.platform.service.security import hash_token, new_token, new_token_id, token_hint
 from atoll.registry.models import Site, SiteToken
 from atoll.registry.schemas import TokenInfo
@@ -72,11 +73,4 @@ def revoke_all(session: Session, site_id: str, now: datetime, keep: str | None =
 
 
 def token_info(row: SiteToken) -> TokenInfo:
-    return TokenInfo(
-        id=row.id,
-        site_id=row.site_id,  # type: ignore[arg-type]
-        hint=row.hint,
-        created_at=row.created_at,
-        revoked_at=row.revoked_at,
-        active=row.revoked_at is None,
-    )
+    return from_row(TokenInfo, row, active=row.revoked_at is None)

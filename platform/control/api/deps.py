@@ -1,17 +1,14 @@
-"""What routes depend on, as typed aliases: settings, database sessions, the service,
-the live hub, and the admin check that guards every write."""
+"""What routes depend on, as typed aliases: settings, the service, the live hub, and the
+admin check that guards every write (database sessions: atoll.platform.service.deps)."""
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPBearer
-from sqlalchemy.orm import Session
 
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.hub import Hub
 from atoll.platform.control.service import ControlService
-from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Unauthorized
 from atoll.platform.service.security import bearer_token, hash_token, matches_any
 
@@ -22,10 +19,6 @@ async def get_settings(request: Request) -> ControlSettings:
     return request.app.state.settings
 
 
-async def get_database(request: Request) -> Database:
-    return request.app.state.database
-
-
 async def get_service(request: Request) -> ControlService:
     return request.app.state.service
 
@@ -34,22 +27,9 @@ async def get_hub(request: Request) -> Hub:
     return request.app.state.hub
 
 
-async def read_session(database: "DatabaseDep") -> AsyncIterator[Session]:
-    with database.reading() as session:
-        yield session
-
-
-async def write_session(database: "DatabaseDep") -> AsyncIterator[Session]:
-    with database.writing() as session:
-        yield session
-
-
 SettingsDep = Annotated[ControlSettings, Depends(get_settings)]
-DatabaseDep = Annotated[Database, Depends(get_database)]
 ServiceDep = Annotated[ControlService, Depends(get_service)]
 HubDep = Annotated[Hub, Depends(get_hub)]
-ReadSession = Annotated[Session, Depends(read_session)]
-WriteSession = Annotated[Session, Depends(write_session)]
 
 
 async def require_admin(

@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from atoll.platform.control.models import Command, Job, JobSite, Site
+from atoll.platform.control.states import JobState
 from atoll.platform.service.database import Database
 
 if TYPE_CHECKING:
@@ -50,25 +51,30 @@ class ControlCollector(Collector):
     def _from_database(self) -> Iterator[GaugeMetricFamily]:
         with self.database.reading() as session:
             jobs = GaugeMetricFamily("atoll_control_jobs", "Jobs by state", labels=["state"])
-            for state, n in session.execute(select(Job.state, func.count()).group_by(Job.state)):
-                jobs.add_metric([state], n)
+            by_job = select(Job.state, func.count()).group_by(Job.state)
+            for job_state, n in session.execute(by_job):
+                jobs.add_metric([job_state], n)
             yield jobs
             sites = GaugeMetricFamily(
                 "atoll_control_sites", "Sites by state and liveness", labels=["state", "online"]
             )
-            query = select(Site.state, Site.online, func.count()).group_by(Site.state, Site.online)
-            for state, online, n in session.execute(query):
-                sites.add_metric([state, str(bool(online)).lower()], n)
+            by_site = select(Site.state, Site.online, func.count()).group_by(
+                Site.state, Site.online
+            )
+            for site_status, online, n in session.execute(by_site):
+                sites.add_metric([site_status, str(bool(online)).lower()], n)
             yield sites
             commands = GaugeMetricFamily(
                 "atoll_control_commands", "Commands by state", labels=["state"]
             )
-            query = select(Command.state, func.count()).group_by(Command.state)
-            for state, n in session.execute(query):
-                commands.add_metric([state], n)
+            by_command = select(Command.state, func.count()).group_by(Command.state)
+            for command_state, n in session.execute(by_command):
+                commands.add_metric([command_state], n)
             yield commands
             running = session.execute(
-                select(JobSite).join(Job, Job.id == JobSite.job_id).where(Job.state == "running")
+                select(JobSite)
+                .join(Job, Job.id == JobSite.job_id)
+                .where(Job.state == JobState.running)
             ).scalars()
             families = {
                 column: GaugeMetricFamily(

@@ -9,10 +9,12 @@ from uuid import uuid4
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.bus.messages import Command as CommandMessage
-from atoll.platform.control.bus.messages import CommandKind, StartJob
+from atoll.platform.bus.messages import Command as CommandMessage
+from atoll.platform.bus.messages import CommandKind, StartJob
 from atoll.platform.control.delivery import OPEN
 from atoll.platform.control.models import Command
+from atoll.platform.control.states import CommandState
+from atoll.platform.service.schemas import from_row
 
 
 def issue(
@@ -49,7 +51,7 @@ def supersede(session: Session, job_id: str, kind: CommandKind, detail: str) -> 
         Command.job_id == job_id, Command.kind == kind, Command.state == OPEN
     )
     for command in session.scalars(query):
-        command.state, command.detail = "superseded", detail
+        command.state, command.detail = CommandState.superseded, detail
 
 
 def list_commands(
@@ -65,11 +67,4 @@ def list_commands(
 
 def as_message(command: Command) -> CommandMessage:
     start = StartJob.model_validate(command.payload) if command.kind == "start_job" else None
-    return CommandMessage(
-        id=command.id,
-        site=command.site,
-        kind=command.kind,  # type: ignore[arg-type]
-        job_id=command.job_id,
-        issued_at=command.issued_at,
-        start=start,
-    )
+    return from_row(CommandMessage, command, start=start)

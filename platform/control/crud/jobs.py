@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from atoll.platform.control.lifecycle import TERMINAL_JOB, TERMINAL_SITE
 from atoll.platform.control.models import Job, JobSite
+from atoll.platform.control.states import JobState, SiteState
 
 
 def create_job(
@@ -28,7 +29,7 @@ def create_job(
         name=name or f"job-{job_id[:8]}",
         spec=spec,
         tls=tls,
-        state="pending",
+        state=JobState.pending,
         sites=list(sites),
         shards=shards,
         clocks=clocks,
@@ -42,7 +43,7 @@ def create_job(
                 job_id=job_id,
                 site=site,
                 position=position,
-                state="pending",
+                state=SiteState.pending,
                 clock=0,
                 total_clocks=clocks,
                 wan_bytes=0,
@@ -69,7 +70,7 @@ def sites_of(session: Session, job_ids: Sequence[str]) -> dict[str, list[JobSite
 
 
 def list_jobs(
-    session: Session, state: str | None, limit: int, before: datetime | None = None
+    session: Session, state: JobState | None, limit: int, before: datetime | None = None
 ) -> list[Job]:
     """Newest first."""
     query = select(Job).order_by(Job.submitted_at.desc(), Job.id.desc()).limit(limit)
@@ -91,7 +92,7 @@ def busy_sites(session: Session) -> dict[str, str]:
     query = (
         select(JobSite.site, JobSite.job_id)
         .join(Job, Job.id == JobSite.job_id)
-        .where(Job.state.not_in(TERMINAL_JOB | {"pending"}))
+        .where(Job.state.not_in(TERMINAL_JOB | {JobState.pending}))
         .where(JobSite.state.not_in(TERMINAL_SITE))
     )
     return {site: job_id for site, job_id in session.execute(query)}

@@ -10,8 +10,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.bus.messages import AgentStatus
+from atoll.platform.bus.messages import AgentStatus
 from atoll.platform.control.models import Command, JobSite, Site
+from atoll.platform.control.states import CommandState, SiteState, SiteStatus
 from atoll.platform.service.sql import utcnow
 
 
@@ -28,7 +29,7 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
     if site is None:
         site = Site(
             name=status.site,
-            state="active",
+            state=SiteStatus.active,
             online=False,
             geo_ports=0,
             status_seq=0,
@@ -61,7 +62,7 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
         part = session.get(JobSite, (report.job_id, status.site))
         if part is None:
             continue  # a job this control plane does not know (another deployment's, or gone)
-        part.state = report.state
+        part.state = SiteState(report.state)
         part.restarts = report.restarts
         part.stop_reason = report.stop_reason
         part.message = report.message
@@ -80,15 +81,15 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
         part.updated_at = now
     for applied in status.applied:
         command = session.get(Command, applied.id)
-        if command is None or command.state != "issued":
+        if command is None or command.state != CommandState.issued:
             continue
-        command.state = applied.outcome
+        command.state = CommandState(applied.outcome)
         command.detail = applied.detail
         command.applied_at = now
         if command.kind == "start_job" and applied.outcome == "refused" and command.job_id:
             part = session.get(JobSite, (command.job_id, command.site))
-            if part is not None and part.state == "assigned":
-                part.state, part.message = "failed", f"the agent refused: {applied.detail}"
+            if part is not None and part.state == SiteState.assigned:
+                part.state, part.message = SiteState.failed, f"the agent refused: {applied.detail}"
     return True
 
 
@@ -99,7 +100,7 @@ def get_site(session: Session, name: str) -> Site | None:
 def list_sites(session: Session, include_removed: bool = True) -> list[Site]:
     query = select(Site).order_by(Site.name)
     if not include_removed:
-        query = query.where(Site.state != "removed")
+        query = query.where(Site.state != SiteStatus.removed)
     return list(session.scalars(query))
 
 

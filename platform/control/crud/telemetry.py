@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.bus.messages import Telemetry
+from atoll.platform.bus.messages import Telemetry
 from atoll.platform.control.models import Cursor, JobSite, TelemetrySample
 
 

@@ -7,7 +7,7 @@ from uuid import UUID
 from fastapi import Path
 
 from atoll.platform.service.errors import Invalid
-from atoll.platform.service.schemas import ErrorBody
+from atoll.platform.service.schemas import error_docs
 from atoll.registry.priors import PriorsError, normalise_priors
 
 # Spelled into each router's own prefix rather than added when routers are included,
@@ -17,18 +17,20 @@ SiteId = Annotated[UUID, Path(description="The site's id.")]
 ModelId = Annotated[UUID, Path(description="The model artifact's id.")]
 
 
-def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI entries for the error answers a route can give, all of them `ErrorBody`."""
-    meaning = {
-        401: "missing, unknown or revoked token",
-        403: "the token may not do this (a site touching another's records, or not admin)",
-        404: "no such record",
-        409: "conflicts with the current state (a taken name, a deregistered site, a used id)",
-        413: "request body over the size limit",
-        422: "invalid request: `problems` names each field and what is wrong",
-        503: "database unavailable; retry",
-    }
-    return {s: {"model": ErrorBody, "description": meaning[s]} for s in (401, 422, 503, *statuses)}
+ERROR_MEANINGS = {
+    401: "missing, unknown or revoked token",
+    403: "the token may not do this (a site touching another's records, or not admin)",
+    404: "no such record",
+    409: "conflicts with the current state (a taken name, a deregistered site, a used id)",
+    413: "request body over the size limit",
+    422: "invalid request: `problems` names each field and what is wrong",
+    503: "database unavailable; retry",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, Any]:
+    """OpenAPI entries for the error answers a route can give (every route needs a token)."""
+    return error_docs(ERROR_MEANINGS, 401, 422, 503, *statuses)
 
 
 def created_or_replayed(model: type, what: str, *statuses: int) -> dict[int | str, dict[str, Any]]:

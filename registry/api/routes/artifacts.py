@@ -4,8 +4,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
+from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Forbidden
-from atoll.registry.api.deps import CallerDep, Now, ReadSession, WriteSession
+from atoll.registry.api.deps import CallerDep, Now
 from atoll.registry.api.routes import V1, ModelId, created_or_replayed, errors
 from atoll.registry.crud import artifacts
 from atoll.registry.schemas import Artifact, ArtifactCreate, ArtifactFilters, ArtifactPage, Lineage

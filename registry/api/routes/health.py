@@ -1,41 +1,29 @@
 """Probes and metrics, outside /v1 and without auth: load balancers and Prometheus call them."""
 
-from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
+from fastapi import Response
 from sqlalchemy.exc import SQLAlchemyError
 
+from atoll.platform.service.deps import DatabaseDep
+from atoll.platform.service.health import METRICS_RESPONSES, probe_router
 from atoll.platform.service.schema import readiness
-from atoll.platform.service.schemas import Health, Readiness
-from atoll.registry.api.deps import DatabaseDep, Now, SettingsDep
+from atoll.platform.service.schemas import Readiness
+from atoll.registry.api.deps import Now, SettingsDep
 from atoll.registry.core import metrics
 from atoll.registry.crud.sites import count_by_status
 from atoll.registry.migrate import SCHEMA
 
-router = APIRouter(tags=["health"])
+
+def _readiness(database: DatabaseDep) -> Readiness:
+    return readiness(database, SCHEMA)
 
 
-@router.get("/healthz", summary="The process is up")
-async def healthz() -> Health:
-    return Health(status="ok")
-
-
-@router.get(
-    "/readyz",
-    responses={
-        200: {"model": Readiness, "description": "ready"},
-        503: {"model": Readiness, "description": "not ready: see `problem`"},
-    },
-    summary="The database is reachable and its schema current",
-)
-def readyz(database: DatabaseDep) -> Response:
-    body = readiness(database, SCHEMA)
-    return JSONResponse(body.model_dump(), status_code=503 if body.problem else 200)
+router = probe_router(_readiness, Readiness, "The database is reachable and its schema current")
 
 
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    responses=METRICS_RESPONSES,
     summary="Prometheus metrics",
 )
 def prometheus(database: DatabaseDep, settings: SettingsDep, now: Now) -> Response:

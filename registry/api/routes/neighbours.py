@@ -4,14 +4,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from atoll.platform.service.deps import DatabaseDep
 from atoll.platform.service.errors import Invalid
-from atoll.registry.api.deps import (
-    CallerDep,
-    CandidateCacheDep,
-    DatabaseDep,
-    Now,
-    SettingsDep,
-)
+from atoll.registry.api.deps import CallerDep, CandidateCacheDep, Now, SettingsDep
 from atoll.registry.api.routes import V1, SiteId, checked_priors, errors
 from atoll.registry.crud import neighbours
 from atoll.registry.schemas import NeighbourList, NeighbourParams, NeighbourQuery

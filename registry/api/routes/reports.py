@@ -4,7 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from atoll.registry.api.deps import CallerDep, DatabaseDep, Now, ReadSession, SettingsDep
+from atoll.platform.service.deps import DatabaseDep, ReadSession
+from atoll.registry.api.deps import CallerDep, Now, SettingsDep
 from atoll.registry.api.routes import V1, SiteId, checked_priors, created_or_replayed, errors
 from atoll.registry.core.metrics import REPORTS
 from atoll.registry.crud import report_store, reports, sites

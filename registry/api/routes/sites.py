@@ -4,15 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from atoll.registry.api.deps import (
-    AdminDep,
-    CallerDep,
-    Now,
-    ReadSession,
-    SettingsDep,
-    TokenCacheDep,
-    WriteSession,
-)
+from atoll.platform.service.deps import ReadSession, WriteSession
+from atoll.registry.api.deps import AdminDep, CallerDep, Now, SettingsDep, TokenCacheDep
 from atoll.registry.api.routes import V1, SiteId, errors
 from atoll.registry.crud import sites
 from atoll.registry.schemas import Site, SiteCreate, SiteCreated, SiteFilters, SitePage, SiteUpdate

@@ -4,7 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, status
 
-from atoll.registry.api.deps import CallerDep, Now, ReadSession, TokenCacheDep, WriteSession
+from atoll.platform.service.deps import ReadSession, WriteSession
+from atoll.registry.api.deps import CallerDep, Now, TokenCacheDep
 from atoll.registry.api.routes import V1, SiteId, errors
 from atoll.registry.crud import sites, tokens
 from atoll.registry.schemas import TokenCreate, TokenCreated, TokenInfo, TokenList

@@ -64,8 +64,13 @@ def test_the_demo_completes_a_job_reports_it_and_leaves_nothing_running(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["state"] == "completed"
     assert [s["clock"] for s in summary["sites"]] == [30, 30, 30]
-    assert all(0.1 < s["final_accuracy"] <= 1 for s in summary["sites"])
-    assert 0 < summary["wan_bytes"] < summary["bsp_wan_bytes"]
+    final = {s["site"]: s["final_accuracy"] for s in summary["sites"]}
+    # The closing round averages the replicas: every site ends with the same model.
+    assert len(set(final.values())) == 1, final
+    # Ten classes: chance is 0.1; 30 clocks reached 0.58 here.
+    assert min(final.values()) > 0.3, final
+    assert summary["wan_bytes"] > 0
+    assert summary["wan_bytes"] < summary["bsp_wan_bytes"]
     assert all(Path(p).stat().st_size > 10_000 for p in summary["plots"])
     assert wait_gone(str(out)) == []
 

@@ -1,7 +1,6 @@
 """What the control-plane and edge-agent tests share: the services they need (a real Redis,
 PostgreSQL when CI provides it), and small waits."""
 
-import os
 import secrets
 import shutil
 import time
@@ -10,15 +9,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import redis
-from support import IN_CI, require
+from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.local import LocalRedis
+from atoll.localstack.deployment import LocalRedis
+from atoll.localstack.registry import postgres_schema
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import BusKeys
 from atoll.platform.core.events import EventModel, of_kind
 from atoll.platform.core.runlog import read_events
-from atoll.registry.scratch import postgres_reachable, postgres_schema
 
 # A small, quick geo job: 3 sites of the three-continents topology, on scikit-learn's
 # digits, with a fixed seed. ASP over emulated WAN links.
@@ -37,17 +35,11 @@ SITES = {"virginia": "us-east-1", "frankfurt": "eu-central-1", "singapore": "ap-
 
 
 def shared_redis_url() -> str:
-    """The Redis CI runs (ATOLL_TEST_REDIS_URL); tests keep to keys of their own prefix."""
-    url = os.environ.get("ATOLL_TEST_REDIS_URL", "")
-    require(bool(url) and _answers(url), f"Redis at ATOLL_TEST_REDIS_URL ({url or 'unset'})")
+    """The shared Redis (support.redis_url); tests keep to keys of their own prefix."""
+    url = redis_url()
+    require(url is not None, NO_REDIS)
+    assert url is not None
     return url
-
-
-def _answers(url: str) -> bool:
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=2).ping())
-    except redis.RedisError:
-        return False
 
 
 @contextmanager
@@ -75,11 +67,11 @@ def own_redis(folder: Path) -> Iterator[LocalRedis]:
 
 @contextmanager
 def control_database(folder: Path) -> Iterator[str]:
-    """PostgreSQL (a schema of its own) when ATOLL_TEST_DATABASE_URL is set, which CI does;
-    else a SQLite file. Under CI a missing PostgreSQL fails the test."""
-    url = os.environ.get("ATOLL_TEST_DATABASE_URL")
+    """PostgreSQL (a schema of its own) when there is one (support.postgres_url), which CI
+    has; else a SQLite file. Under CI a missing PostgreSQL fails the test."""
+    url = postgres_url()
     if url or IN_CI:
-        require(bool(url) and postgres_reachable(url), "PostgreSQL at ATOLL_TEST_DATABASE_URL")
+        require(url is not None, NO_POSTGRES)
         assert url is not None
         with postgres_schema(url, "control") as scoped:
             yield scoped

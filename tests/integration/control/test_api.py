@@ -12,8 +12,8 @@ import pytest
 from integration.control.harness import DIGITS_JOB, scratch_bus, shared_redis_url, wait_for
 from pydantic import SecretStr
 
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.messages import AgentStatus, Beat, Telemetry
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.messages import AgentStatus, Beat, Telemetry
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.main import StartupRefused, create_app
 from atoll.platform.control.migrate import SCHEMA
@@ -66,7 +66,8 @@ def test_writes_need_the_admin_token(api: TestClient) -> None:
     assert api.post("/v1/jobs", json=body).status_code == 401
     wrong = {"Authorization": "Bearer " + "x" * 32}
     answer = api.post("/v1/jobs", json=body, headers=wrong)
-    assert answer.status_code == 401 and answer.json()["error"] == "unauthorized"
+    assert answer.status_code == 401
+    assert answer.json()["error"] == "unauthorized"
     assert api.post("/v1/sites/a/drain").status_code == 401
     assert api.get("/v1/jobs").status_code == 200  # reads are open
 
@@ -78,7 +79,8 @@ def test_a_bad_spec_is_refused_naming_the_field(api: TestClient) -> None:
     topology = api.post(
         "/v1/jobs", json={"spec": {**DIGITS_JOB, "topology": "moon"}}, headers=admin()
     )
-    assert topology.status_code == 422 and "no topology 'moon'" in topology.json()["message"]
+    assert topology.status_code == 422
+    assert "no topology 'moon'" in topology.json()["message"]
     partition = {**DIGITS_JOB, "partition": "dirichlet:-1"}
     assert api.post("/v1/jobs", json={"spec": partition}, headers=admin()).status_code == 422
 
@@ -87,7 +89,8 @@ def test_a_job_waits_for_its_sites_and_can_be_cancelled_once(api: TestClient) ->
     created = api.post("/v1/jobs", json={"spec": DIGITS_JOB, "name": "w1"}, headers=admin())
     assert created.status_code == 201, created.text
     job = created.json()
-    assert job["state"] == "pending" and job["name"] == "w1"
+    assert job["state"] == "pending"
+    assert job["name"] == "w1"
     assert [s["site"] for s in job["sites"]] == ["virginia", "frankfurt", "singapore"]
     waiting = wait_for(
         "the reason it waits",
@@ -115,7 +118,8 @@ def test_sites_join_by_reporting_go_offline_and_are_drained_through_their_stream
         lambda: (s := api.get("/v1/sites/lab-a")).status_code == 200 and s.json()["online"] and s,
         10,
     ).json()
-    assert site["state"] == "active" and site["geo_endpoint"] == "127.0.0.1:9400"
+    assert site["state"] == "active"
+    assert site["geo_endpoint"] == "127.0.0.1:9400"
     drained = api.post("/v1/sites/lab-a/drain", headers=admin()).json()
     assert drained["state"] == "draining"
     command = wait_for(
@@ -123,7 +127,8 @@ def test_sites_join_by_reporting_go_offline_and_are_drained_through_their_stream
         lambda: bus.read_commands("lab-a", block_ms=100),
         10,
     )[0][1]
-    assert command.kind == "drain" and command.site == "lab-a"
+    assert command.kind == "drain"
+    assert command.site == "lab-a"
     # The dispatcher records a publish just after it reaches the bus, so the record may lag.
     listed = wait_for(
         "the drain's publish to be recorded",
@@ -172,14 +177,16 @@ def test_telemetry_streams_live_and_stays_as_history(api: TestClient, bus: Bus) 
         lambda: api.get(f"/v1/jobs/{job_id}/telemetry").json()["samples"],
         10,
     )
-    assert history[0]["site"] == "virginia" and history[0]["accuracy"] == 0.5
+    assert history[0]["site"] == "virginia"
+    assert history[0]["accuracy"] == 0.5
     after = api.get(f"/v1/jobs/{job_id}/telemetry", params={"after": history[-1]["id"]})
     assert after.json()["next_after"] >= history[-1]["id"]
 
 
 def test_probes_metrics_and_the_documented_schema(api: TestClient) -> None:
     ready = api.get("/readyz")
-    assert ready.status_code == 200 and ready.json()["redis"] == "ok"
+    assert ready.status_code == 200
+    assert ready.json()["redis"] == "ok"
     assert api.get("/healthz").json() == {"status": "ok"}
     metrics = api.get("/metrics").text
     for name in ("atoll_control_jobs", "atoll_control_redis_up 1.0", "atoll_control_sites"):
@@ -191,7 +198,8 @@ def test_probes_metrics_and_the_documented_schema(api: TestClient) -> None:
         assert path in paths, path
     assert "text/event-stream" in paths["/v1/events"]["get"]["responses"]["200"]["content"]
     geo_job = schema["components"]["schemas"]["GeoJob"]["properties"]
-    assert geo_job["clocks"]["description"] and geo_job["topology"]
+    assert geo_job["clocks"]["description"]
+    assert geo_job["topology"]
 
 
 def test_readiness_says_when_redis_is_away(tmp_path: Path) -> None:
@@ -202,7 +210,8 @@ def test_readiness_says_when_redis_is_away(tmp_path: Path) -> None:
     )
     with TestClient(create_app(settings)) as client:
         answer = client.get("/readyz")
-        assert answer.status_code == 503 and "unreachable" in answer.json()["redis"]
+        assert answer.status_code == 503
+        assert "unreachable" in answer.json()["redis"]
         assert client.get("/v1/jobs").status_code == 200  # the state of record still answers
 
 

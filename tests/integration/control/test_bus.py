@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from integration.control.harness import own_redis, scratch_bus, shared_redis_url
 
-from atoll.platform.control.bus import Command, Telemetry
-from atoll.platform.control.bus.connection import Bus, BusDown
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.bus.messages import Beat
+from atoll.platform.bus import Command, Telemetry
+from atoll.platform.bus.connection import Bus, BusDown
+from atoll.platform.bus.keys import BusKeys
+from atoll.platform.bus.messages import Beat
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,8 @@ def test_telemetry_is_bounded_and_read_in_order_from_a_cursor() -> None:
         assert 100 <= bus.redis.xlen(bus.keys.telemetry) < 300
         read = bus.read_telemetry("0-0", block_ms=0, count=1000)
         clocks = [s.clock for _, s in read]
-        assert clocks == sorted(clocks) and clocks[-1] == 299
+        assert clocks == sorted(clocks)
+        assert clocks[-1] == 299
         assert bus.read_telemetry(read[-1][0], block_ms=50) == []
         assert bus.last_telemetry_id() == read[-1][0]
 

@@ -19,10 +19,10 @@ from integration.control.harness import (
     wait_for,
 )
 
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.keys import BusKeys
+from atoll.localstack.deployment import AgentSpec, LocalDeployment
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import BusKeys
 from atoll.platform.control.client import ControlClient
-from atoll.platform.control.local import AgentSpec, LocalDeployment
 from atoll.platform.control.schemas import CommandOut, JobOut
 from atoll.platform.core.events import GeoJoined, StepDone, TrainingStarted
 

@@ -1,16 +1,16 @@
 """The control plane's tables on SQLite and on PostgreSQL: the migrations make exactly the
 models' schema, and the state of record takes agents' reports idempotently and in order."""
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from support import IN_CI, require
+from support import NO_POSTGRES, postgres_url, require
 
-from atoll.platform.control.bus.messages import AgentStatus, AppliedCommand, JobReport, Telemetry
+from atoll.localstack.registry import postgres_schema
+from atoll.platform.bus.messages import AgentStatus, AppliedCommand, JobReport, Telemetry
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
@@ -19,7 +19,6 @@ from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.models import Base, Command, Job, JobSite
 from atoll.platform.service.database import Database
 from atoll.platform.service.sql import utcnow
-from atoll.registry.scratch import postgres_reachable, postgres_schema
 
 pytestmark = pytest.mark.integration
 
@@ -33,10 +32,8 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
         yield db
         db.dispose()
         return
-    base = os.environ.get("ATOLL_TEST_DATABASE_URL")
-    if not base and not IN_CI:
-        pytest.skip("ATOLL_TEST_DATABASE_URL is not set: the PostgreSQL run is skipped")
-    require(bool(base) and postgres_reachable(base), "PostgreSQL at ATOLL_TEST_DATABASE_URL")
+    base = postgres_url()
+    require(base is not None, NO_POSTGRES)
     assert base is not None
     with postgres_schema(base, "control") as url:
         SCHEMA.upgrade(url)
@@ -122,7 +119,8 @@ def test_applied_commands_are_settled_and_a_refused_start_fails_that_site(
         assert [session.get(Command, i).state for i in ids] == ["refused", "applied"]
         assert command_store.open_commands(session) == []
         part = session.get(JobSite, (job_id, "a"))
-        assert part.state == "failed" and "busy" in part.message
+        assert part.state == "failed"
+        assert "busy" in part.message
 
 
 def test_telemetry_goes_to_the_history_and_the_sites_progress(database: Database) -> None:

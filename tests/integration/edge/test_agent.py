@@ -20,10 +20,11 @@ from integration.control.harness import (
     wait_for,
 )
 
-from atoll.platform.control.bus.connection import Bus
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.bus.messages import AgentStatus, Command, JobReport, StartJob
-from atoll.platform.control.local import Managed, free_port
+from atoll.localstack.deployment import Managed, free_port
+from atoll.localstack.registry import ServerProcess, scratch_database
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import BusKeys
+from atoll.platform.bus.messages import AgentStatus, Command, JobReport, StartJob
 from atoll.platform.core.events import (
     CheckpointSaved,
     StepDone,
@@ -32,7 +33,6 @@ from atoll.platform.core.events import (
 )
 from atoll.platform.site.spec import SiteJob
 from atoll.registry.client import RegistryClient
-from atoll.registry.scratch import ServerProcess, scratch_database
 
 pytestmark = pytest.mark.integration
 HEARTBEAT_S = 0.5

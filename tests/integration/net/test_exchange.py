@@ -48,7 +48,8 @@ def test_two_sites_exchange_thousands_of_messages_both_ways(net: Net) -> None:
         thread.join()
     assert_in_order(at_a, "b", count)
     assert_in_order(at_b, "a", count)
-    assert events_a == [PeerConnected("b")] and events_b == [PeerConnected("a")]
+    assert events_a == [PeerConnected("b")]
+    assert events_b == [PeerConnected("a")]
     assert a.receive(timeout=0.2) is None  # and nothing twice
     link = a.stats().links["b"]
     assert (link.messages_received, link.duplicates_dropped, link.reconnects) == (count, 0, 0)
@@ -102,8 +103,10 @@ def test_byte_counters_are_what_crossed_the_socket(net: Net) -> None:
     acks = after_b.bytes_sent - before_b.bytes_sent
     assert acks == after_a.bytes_received - before_a.bytes_received
     ack_bytes = wire_bytes(ACK_BYTES, masked=False)
-    assert acks % ack_bytes == 0 and 1 <= acks // ack_bytes <= len(sizes)
-    assert after_a.queue_bytes == 0 and after_a.messages_acked == len(sizes)
+    assert acks % ack_bytes == 0
+    assert 1 <= acks // ack_bytes <= len(sizes)
+    assert after_a.queue_bytes == 0
+    assert after_a.messages_acked == len(sizes)
 
 
 def test_misuse_raises_link_errors(net: Net) -> None:

@@ -1,14 +1,15 @@
 """A real registry for the integration tests: `atoll registry serve` in a process of its own,
 on loopback, over a real database. Every test runs once per backend: SQLite always, and
-PostgreSQL when ATOLL_TEST_DATABASE_URL is set (CI sets it), in a schema of its own that
-is dropped afterwards, so parallel runs on the same database never meet."""
+PostgreSQL when there is one (ATOLL_TEST_DATABASE_URL, which CI sets, else one answering at
+its default local address), in a schema of its own that is dropped afterwards, so parallel
+runs on the same database never meet."""
 
-import os
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import pytest
+import support
 from integration.registry.service import (
     ADMIN,
     LIMITS,
@@ -18,15 +19,14 @@ from integration.registry.service import (
     Service,
 )
 from sqlalchemy import text
-from support import require
+from support import NO_POSTGRES, require
 
-from atoll.platform.service.database import make_engine
-from atoll.registry.scratch import (
+from atoll.localstack.registry import (
     ServerProcess,
-    postgres_reachable,
     postgres_schema,
     scratch_database,
 )
+from atoll.platform.service.database import make_engine
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
@@ -39,10 +39,8 @@ def postgres_url(backend: str) -> str | None:
     """The PostgreSQL database to make schemas in, or None on the SQLite run."""
     if backend == "sqlite":
         return None
-    url = os.environ.get("ATOLL_TEST_DATABASE_URL")
-    if not url:
-        pytest.skip("ATOLL_TEST_DATABASE_URL is not set: the PostgreSQL run is skipped")
-    require(postgres_reachable(url), f"PostgreSQL at {url} (ATOLL_TEST_DATABASE_URL)")
+    url = support.postgres_url()
+    require(url is not None, NO_POSTGRES)
     return url
 
 

@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
+from atoll.localstack.registry import ServerProcess
 from atoll.platform.service.sql import utcnow
 from atoll.registry.client import RegistryClient
 from atoll.registry.models import Base
 from atoll.registry.schemas import SiteCreated
-from atoll.registry.scratch import ServerProcess
 
 ADMIN = "test-admin-" + secrets.token_hex(12)
 # Small limits, so that tests reach them with small requests.

@@ -129,7 +129,8 @@ def test_a_revoked_token_stops_working_at_once(registry: Registry) -> None:
     site, own = registry.site()
     extra = registry.admin.create_token(site.id)
     revoked = registry.admin.revoke_token(site.id, extra.id)
-    assert revoked.active is False and revoked.revoked_at is not None
+    assert revoked.active is False
+    assert revoked.revoked_at is not None
     assert registry.raw("GET", "/v1/sites", extra.token).status_code == 401
     assert own.heartbeat(site.id).status == "live"  # the other token still works
     assert registry.admin.revoke_token(site.id, extra.id).revoked_at == revoked.revoked_at

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from atoll.cli.registry import app as registry_app
 from atoll.cli.sites import app as sites_app
+from atoll.localstack.registry import ServerProcess, scratch_database
 from atoll.platform.core.errors import AtollError
-from atoll.registry.scratch import ServerProcess, scratch_database
 
 pytestmark = pytest.mark.integration
 runner = CliRunner()
@@ -61,7 +61,9 @@ def test_sites_register_list_show_and_neighbours(registry: Registry) -> None:
     ).strip()
     assert token.startswith("atoll_")
     lab_a = registry.admin.find_site("lab-a")
-    assert lab_a is not None and lab_a.labels == {"tier": "lab"} and lab_a.capabilities.gpus == 2
+    assert lab_a is not None
+    assert lab_a.labels == {"tier": "lab"}
+    assert lab_a.capabilities.gpus == 2
     registry.client(token).report(lab_a.id, [9, 1], 0.9, 10, "sha256:cafe01", "1")
     near, _ = registry.site("lab-b", priors=[8, 2])
     registry.site("lab-c", priors=[1, 9])
@@ -69,16 +71,19 @@ def test_sites_register_list_show_and_neighbours(registry: Registry) -> None:
     listed = json.loads(atoll(registry, sites_app, "list", "--json"))
     assert [s["name"] for s in listed] == ["lab-a", "lab-b", "lab-c"]
     table = atoll(registry, sites_app, "list", "--region", "eu-west-1")
-    assert "lab-a" in table and "3 site(s)" in table
+    assert "lab-a" in table
+    assert "3 site(s)" in table
 
     answer = json.loads(atoll(registry, sites_app, "neighbours", "lab-a", "-k", "1", "--json"))
     assert [n["name"] for n in answer["neighbours"]] == ["lab-b"]
     assert answer["neighbours"][0]["site_id"] == str(near.id)
     shown = atoll(registry, sites_app, "neighbours", str(lab_a.id), "--token", token)
-    assert "lab-b" in shown and "lab-c" in shown
+    assert "lab-b" in shown
+    assert "lab-c" in shown
 
     show = json.loads(atoll(registry, sites_app, "show", "lab-a"))
-    assert show["site"]["name"] == "lab-a" and show["latest_report"]["class_priors"] == [0.9, 0.1]
+    assert show["site"]["name"] == "lab-a"
+    assert show["latest_report"]["class_priors"] == [0.9, 0.1]
     assert "deregistered lab-c" in atoll(registry, sites_app, "deregister", "lab-c")
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from integration.registry.service import ADMIN, SIGNATURE, DatabaseFactory
 
+from atoll.localstack.registry import ServerProcess
 from atoll.registry.client import RegistryClient, RegistryError
-from atoll.registry.scratch import ServerProcess
 
 pytestmark = pytest.mark.integration
 THREADS = 8

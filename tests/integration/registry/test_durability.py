@@ -10,9 +10,9 @@ import pytest
 from integration.registry.service import ADMIN, SIGNATURE, DatabaseFactory
 from sqlalchemy import text
 
+from atoll.localstack.registry import ServerProcess
 from atoll.platform.service.database import make_engine
 from atoll.registry.client import RegistryClient
-from atoll.registry.scratch import ServerProcess
 
 pytestmark = pytest.mark.integration
 WRITERS = 8

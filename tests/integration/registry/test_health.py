@@ -11,7 +11,8 @@ def test_health_and_readiness_need_no_token(registry: Registry) -> None:
     ready = registry.raw("GET", "/readyz", None)
     assert ready.status_code == 200
     body = ready.json()
-    assert body["status"] == "ready" and body["schema_revision"] == body["schema_head"]
+    assert body["status"] == "ready"
+    assert body["schema_revision"] == body["schema_head"]
     assert body["database"] == registry.service.engine.dialect.name
 
 

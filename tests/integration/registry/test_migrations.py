@@ -14,10 +14,10 @@ from alembic.runtime.migration import MigrationContext
 from integration.registry.service import ADMIN
 from sqlalchemy import inspect
 
+from atoll.localstack.registry import ServerProcess, free_port
 from atoll.platform.service.database import make_engine
 from atoll.registry.migrate import SCHEMA
 from atoll.registry.models import Base
-from atoll.registry.scratch import ServerProcess, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,8 @@ def test_downgrade_and_upgrade_again(empty_database: str) -> None:
     command.downgrade(SCHEMA.config(empty_database), "base")
     assert tables(empty_database) <= {"alembic_version"}
     before, after = SCHEMA.upgrade(empty_database)
-    assert before.current == () and after.is_current
+    assert before.current == ()
+    assert after.is_current
 
 
 def test_the_service_refuses_an_unmigrated_database(empty_database: str) -> None:
@@ -78,7 +79,8 @@ def test_the_service_refuses_to_run_without_an_admin_token(empty_database: str) 
     SCHEMA.upgrade(empty_database)
     env = {"ATOLL_DATABASE_URL": empty_database}
     refused = registry_command("serve", "--port", str(free_port()), env=env)
-    assert refused.returncode == 2 and "ATOLL_ADMIN_TOKEN is not set" in refused.stderr
+    assert refused.returncode == 2
+    assert "ATOLL_ADMIN_TOKEN is not set" in refused.stderr
 
 
 def test_serve_migrate_starts_on_an_empty_database(empty_database: str, tmp_path: Path) -> None:
@@ -93,7 +95,8 @@ def test_readiness_fails_when_the_schema_falls_behind(empty_database: str, tmp_p
         answer = httpx.get(f"{server.url}/readyz")
         assert answer.status_code == 503
         body = answer.json()
-        assert body["status"] == "not_ready" and body["schema_revision"] == []
+        assert body["status"] == "not_ready"
+        assert body["schema_revision"] == []
         assert "run `atoll registry migrate`" in body["problem"]
 
 

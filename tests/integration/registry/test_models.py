@@ -24,7 +24,8 @@ def test_lineage_runs_from_the_parent_to_the_root(registry: Registry) -> None:
     grandchild = registry.admin.record_model(
         [b.id], checksum(3), 120, "s3://m/2", job="j", clock=100, parent=child.id
     )
-    assert sorted(root.sites) == sorted([a.id, b.id]) and root.created_by == "admin"
+    assert sorted(root.sites) == sorted([a.id, b.id])
+    assert root.created_by == "admin"
     lineage = registry.admin.lineage(grandchild.id)
     assert [m.id for m in lineage.ancestors] == [child.id, root.id]
     assert registry.admin.lineage(root.id).ancestors == []
@@ -66,9 +67,11 @@ def test_unknown_sites_and_parents_are_refused_naming_them(registry: Registry) -
     orphan = registry.raw(
         "POST", "/v1/models", json={**body, "sites": [str(a.id)], "parent": missing}
     )
-    assert orphan.status_code == 422 and orphan.json()["problems"][0]["field"] == "parent"
+    assert orphan.status_code == 422
+    assert orphan.json()["problems"][0]["field"] == "parent"
     twice = registry.raw("POST", "/v1/models", json={**body, "sites": [str(a.id)] * 2})
-    assert twice.status_code == 422 and twice.json()["problems"][0]["field"] == "sites"
+    assert twice.status_code == 422
+    assert twice.json()["problems"][0]["field"] == "sites"
     assert registry.snapshot() == before
 
 
@@ -77,7 +80,8 @@ def test_a_retried_record_is_stored_once_and_ids_are_not_reused(registry: Regist
     model_id = uuid.uuid4()
     first = registry.admin.record_model([a.id], checksum(7), 7, "s3://m/7", model_id=model_id)
     again = registry.admin.record_model([a.id], checksum(7), 7, "s3://m/7", model_id=model_id)
-    assert first == again and len(registry.admin.list_models().models) == 1
+    assert first == again
+    assert len(registry.admin.list_models().models) == 1
     with pytest.raises(RegistryError) as caught:
         registry.admin.record_model([a.id], checksum(8), 7, "s3://m/7", model_id=model_id)
     assert caught.value.status == 409

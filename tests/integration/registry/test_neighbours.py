@@ -22,13 +22,15 @@ def test_neighbours_are_the_nearest_live_compatible_sites(registry: Registry) ->
     registry.admin.deregister_site(gone.id)
 
     answer = mine.neighbours(me.id, k=5)
-    assert answer.site_id == me.id and answer.model_signature == SIGNATURE
+    assert answer.site_id == me.id
+    assert answer.model_signature == SIGNATURE
     assert answer.candidates == 3
     assert [n.name for n in answer.neighbours] == ["near", "mid", "far"]
     for n, priors in zip(answer.neighbours, ([7, 2, 1], [4, 4, 2], [0, 1, 9]), strict=True):
         expected = js_divergence([0.8, 0.1, 0.1], [p / sum(priors) for p in priors])
         assert n.divergence == pytest.approx(expected, abs=1e-9)
-        assert n.accuracy == 0.8 and n.model_version == "1"
+        assert n.accuracy == 0.8
+        assert n.model_version == "1"
     assert [n.site_id for n in mine.neighbours(me.id, k=2).neighbours] == [near.id, mid.id]
     assert far.id not in {n.site_id for n in mine.neighbours(me.id, k=2).neighbours}
 
@@ -46,11 +48,13 @@ def test_a_site_that_never_reported_asks_with_its_priors(registry: Registry) -> 
     newcomer, client = registry.site()
     with pytest.raises(RegistryError) as caught:
         client.neighbours(newcomer.id)
-    assert caught.value.status == 409 and "POST /v1/neighbours" in str(caught.value)
+    assert caught.value.status == 409
+    assert "POST /v1/neighbours" in str(caught.value)
     a, _ = registry.site("a", priors=[9, 1])
     b, _ = registry.site("b", priors=[1, 9])
     answer = client.neighbours_for_priors([90, 10], SIGNATURE, k=5)
-    assert answer.site_id is None and [n.site_id for n in answer.neighbours] == [a.id, b.id]
+    assert answer.site_id is None
+    assert [n.site_id for n in answer.neighbours] == [a.id, b.id]
     assert answer.neighbours[0].divergence == pytest.approx(0.0, abs=1e-12)
     excluded = client.neighbours_for_priors([90, 10], SIGNATURE, exclude=[a.id])
     assert [n.site_id for n in excluded.neighbours] == [b.id]

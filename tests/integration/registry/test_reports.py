@@ -22,11 +22,14 @@ REPORT = {
 def test_a_report_is_normalised_and_becomes_the_latest(registry: Registry) -> None:
     site, own = registry.site()
     report = own.report(site.id, [30, 10, 0, 60], 0.91, 1200, SIGNATURE, "3", drift=True)
-    assert report.class_priors == [0.3, 0.1, 0.0, 0.6] and report.seq == 1 and report.drift
+    assert report.class_priors == [0.3, 0.1, 0.0, 0.6]
+    assert report.seq == 1
+    assert report.drift
     assert registry.admin.latest_report(site.id) == report
     refreshed = registry.admin.get_site(site.id)
     assert (refreshed.model_signature, refreshed.model_version) == (SIGNATURE, "3")
-    assert refreshed.reports_total == 1 and refreshed.last_seen_at >= site.last_seen_at
+    assert refreshed.reports_total == 1
+    assert refreshed.last_seen_at >= site.last_seen_at
 
 
 def test_history_is_newest_first_and_kept_to_the_retention_limit(registry: Registry) -> None:
@@ -53,7 +56,8 @@ def test_a_retried_report_is_stored_once(registry: Registry) -> None:
     assert first.json() == again.json()
     assert registry.admin.get_site(site.id).reports_total == 1
     changed = registry.raw("POST", path, site.token, json={**body, "accuracy": 0.2})
-    assert changed.status_code == 409 and changed.json()["problems"][0]["field"] == "id"
+    assert changed.status_code == 409
+    assert changed.json()["problems"][0]["field"] == "id"
     other, _ = registry.site()
     elsewhere = registry.raw("POST", f"/v1/sites/{other.id}/reports", other.token, json=body)
     assert elsewhere.status_code == 409
@@ -143,7 +147,8 @@ def test_reports_to_unknown_or_deregistered_sites_are_refused(registry: Registry
     registry.admin.deregister_site(site.id)
     before = registry.snapshot()
     gone = registry.raw("POST", f"/v1/sites/{site.id}/reports", json=REPORT)
-    assert gone.status_code == 409 and "deregistered" in gone.json()["message"]
+    assert gone.status_code == 409
+    assert "deregistered" in gone.json()["message"]
     assert registry.snapshot() == before
 
 

@@ -16,12 +16,14 @@ def test_registration_answers_the_site_and_its_token_once(registry: Registry) ->
         labels={"tier": "hospital"},
         capabilities={"gpus": 2, "workers": 4},
     )
-    assert created.token.startswith("atoll_") and created.status == "live"
+    assert created.token.startswith("atoll_")
+    assert created.status == "live"
     site = registry.admin.get_site(created.id)
     assert site.model_dump() == {
         k: v for k, v in created.model_dump().items() if k in site.model_dump()
     }
-    assert site.capabilities.gpus == 2 and site.labels == {"tier": "hospital"}
+    assert site.capabilities.gpus == 2
+    assert site.labels == {"tier": "hospital"}
     assert "token" not in registry.raw("GET", f"/v1/sites/{created.id}").json()
     # Only the hash is stored.
     assert created.token not in str(registry.snapshot())
@@ -31,7 +33,8 @@ def test_a_name_is_taken_until_its_site_deregisters(registry: Registry) -> None:
     first, _ = registry.site("lab-a")
     with pytest.raises(RegistryError) as caught:
         registry.admin.register_site("lab-a", "us-east-1")
-    assert caught.value.status == 409 and caught.value.problems[0].field == "name"
+    assert caught.value.status == 409
+    assert caught.value.problems[0].field == "name"
     registry.admin.deregister_site(first.id)
     second = registry.admin.register_site("lab-a", "us-east-1")
     assert second.id != first.id
@@ -96,10 +99,12 @@ def test_a_site_updates_its_own_endpoint_labels_and_capabilities(registry: Regis
     updated = own.update_site(
         created.id, endpoint="https://edge-1.example", capabilities={"gpus": 1}
     )
-    assert updated.endpoint == "https://edge-1.example" and updated.capabilities.gpus == 1
+    assert updated.endpoint == "https://edge-1.example"
+    assert updated.capabilities.gpus == 1
     assert updated.updated_at > created.updated_at
     cleared = own.update_site(created.id, endpoint=None, labels={"rack": "7"})
-    assert cleared.endpoint is None and cleared.labels == {"rack": "7"}
+    assert cleared.endpoint is None
+    assert cleared.labels == {"rack": "7"}
     assert cleared.capabilities.gpus == 1  # left out, so unchanged
 
 
@@ -113,7 +118,8 @@ def test_a_heartbeat_brings_a_stale_site_back_to_live(registry: Registry) -> Non
 def test_deregistration_keeps_the_record_and_ends_the_tokens(registry: Registry) -> None:
     created, own = registry.site(priors=PRIORS)
     gone = registry.admin.deregister_site(created.id)
-    assert gone.status == "deregistered" and gone.deregistered_at is not None
+    assert gone.status == "deregistered"
+    assert gone.deregistered_at is not None
     assert registry.admin.deregister_site(created.id).deregistered_at == gone.deregistered_at
     assert registry.admin.latest_report(created.id).seq == 1  # history stays readable
     with pytest.raises(RegistryError) as caught:

@@ -3,7 +3,7 @@
 import pytest
 
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data import load_dataset
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.sim.compute import compute_profile

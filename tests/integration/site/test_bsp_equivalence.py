@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from atoll.platform.data import load_dataset
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.model.optim import OptimizerSpec
 from atoll.platform.site.reference import train_single_process
 from atoll.platform.site.run import train_site

@@ -29,7 +29,8 @@ def test_each_criterion_is_judged_against_lan_and_bsp() -> None:
         "asp v=1%": {"bytes": True, "speedup": True, "time_vs_lan": True, "accuracy": True},
         "asp v=5%": {"bytes": False, "speedup": True, "time_vs_lan": False, "accuracy": False},
     }
-    assert verdict["bsp_vs_lan"] == 15.0 and verdict["time_criteria_compatible"]
+    assert verdict["bsp_vs_lan"] == 15.0
+    assert verdict["time_criteria_compatible"]
 
 
 def test_an_asp_that_never_reaches_the_target_misses_the_time_and_byte_criteria() -> None:
@@ -40,11 +41,13 @@ def test_an_asp_that_never_reaches_the_target_misses_the_time_and_byte_criteria(
     assert verdict["asp"]["asp"] == {
         "bytes": False, "speedup": False, "time_vs_lan": False, "accuracy": False,
     }  # fmt: skip
-    assert verdict["bsp_vs_lan"] == 9.9 and verdict["time_criteria_compatible"]
+    assert verdict["bsp_vs_lan"] == 9.9
+    assert verdict["time_criteria_compatible"]
 
 
 def test_time_criteria_that_cannot_hold_together_are_named() -> None:
     rows = _scored([_row("lan", 10.0, 4000, 0.89), _row("bsp", 70.0, 4000, 0.89)])
     verdict = check_bar(rows)
-    assert verdict["bsp_vs_lan"] == 7.0 and not verdict["time_criteria_compatible"]
+    assert verdict["bsp_vs_lan"] == 7.0
+    assert not verdict["time_criteria_compatible"]
     assert verdict["asp"] == {}

@@ -34,17 +34,16 @@ def test_missing_data_is_one_line_that_says_how_to_install_it(tmp_path: Path) ->
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert (
-        "atoll: error:" in result.stderr
-        and "apt-get install -y dataset-fashion-mnist" in result.stderr
-    )
+    assert "atoll: error:" in result.stderr
+    assert "apt-get install -y dataset-fashion-mnist" in result.stderr
 
 
 def test_bad_partition_is_one_line() -> None:
     result = atoll(
         "data", "partition", "--sites", "3", "--dataset", "digits", "--partition", "zipf"
     )
-    assert result.returncode == 2 and "bad partition 'zipf'" in result.stderr
+    assert result.returncode == 2
+    assert "bad partition 'zipf'" in result.stderr
     assert "Traceback" not in result.stderr
 
 

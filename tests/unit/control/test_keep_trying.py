@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from atoll.platform.control.bus.connection import BusDown, keep_trying
+from atoll.platform.bus.connection import BusDown, keep_trying
 from atoll.platform.net.backoff import Backoff
 
 
@@ -47,6 +47,7 @@ def test_an_outage_is_logged_once_each_way_and_backs_off_while_it_lasts(
     messages = [r.getMessage() for r in caplog.records]
     assert sum("unreachable" in m for m in messages) == 1
     assert messages.count("dispatcher: Redis is back") == 1
-    assert backoff.delays == sorted(backoff.delays) and len(backoff.delays) == 5  # growing
+    assert backoff.delays == sorted(backoff.delays)  # growing
+    assert len(backoff.delays) == 5
     assert backoff.failures == 0  # reset once a step went through
     assert steps.reconnects == 5  # before every step after the first failure

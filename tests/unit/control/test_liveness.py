@@ -1,4 +1,5 @@
-from atoll.platform.control.liveness import LivenessBoard, Transition, liveness_ttl_s
+from atoll.platform.bus.keys import liveness_ttl_s
+from atoll.platform.control.liveness import LivenessBoard, Transition
 
 
 def test_the_key_outlives_one_missed_heartbeat_but_not_two() -> None:

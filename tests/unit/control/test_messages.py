@@ -1,7 +1,7 @@
 import pytest
 
-from atoll.platform.control.bus import AgentStatus, Command, JobReport, StartJob, Telemetry
-from atoll.platform.control.bus.keys import BusKeys
+from atoll.platform.bus import AgentStatus, Command, JobReport, StartJob, Telemetry
+from atoll.platform.bus.keys import BusKeys
 
 
 def test_messages_round_trip_through_stream_fields() -> None:
@@ -16,7 +16,8 @@ def test_messages_round_trip_through_stream_fields() -> None:
     )
     command = Command(id="c1", site="a", kind="start_job", job_id="j1", issued_at=1.0, start=start)
     fields = command.encode()
-    assert list(fields) == ["m"] and Command.decode(fields) == command
+    assert list(fields) == ["m"]
+    assert Command.decode(fields) == command
     status = AgentStatus(
         site="a", incarnation="i", seq=1, time=2.0, state="running", region="r",
         geo_host="h", geo_port=1, geo_ports=1, version="v",

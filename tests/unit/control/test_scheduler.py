@@ -5,7 +5,8 @@ READY = SiteSlot("active", True, None, 4)
 
 def test_a_job_starts_when_every_site_is_online_active_and_free() -> None:
     plan = schedule([PendingJob("j1", ("a", "b"), 1)], {"a": READY, "b": READY})
-    assert plan.start == ["j1"] and plan.waiting == {}
+    assert plan.start == ["j1"]
+    assert plan.waiting == {}
 
 
 def test_a_job_waits_and_says_for_what() -> None:
@@ -18,8 +19,10 @@ def test_a_job_waits_and_says_for_what() -> None:
     plan = schedule([PendingJob("j1", ("a", "b", "c", "d", "e"), 2)], sites)
     reason = plan.waiting["j1"]
     assert plan.start == []
-    assert "a (draining)" in reason and "b (offline)" in reason
-    assert "c (running job other)" in reason and "d (listens on 1 port(s)" in reason
+    assert "a (draining)" in reason
+    assert "b (offline)" in reason
+    assert "c (running job other)" in reason
+    assert "d (listens on 1 port(s)" in reason
     assert "e (no agent has joined as e)" in reason
 
 
@@ -37,7 +40,8 @@ def test_jobs_start_in_submission_order_and_a_waiting_job_keeps_its_sites() -> N
 def test_two_ready_jobs_on_the_same_sites_start_one_at_a_time() -> None:
     jobs = [PendingJob("j1", ("a",), 1), PendingJob("j2", ("a",), 1)]
     plan = schedule(jobs, {"a": READY})
-    assert plan.start == ["j1"] and "held for job j1" in plan.waiting["j2"]
+    assert plan.start == ["j1"]
+    assert "held for job j1" in plan.waiting["j2"]
 
 
 def test_a_site_busy_with_the_job_itself_is_no_obstacle() -> None:

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data import load_dataset
-from atoll.platform.data.datasets import read_idx
+from atoll.platform.data.datasets import DATASETS, load_dataset, read_idx
+from atoll.platform.data.names import DATASET_NAMES
 
 
 def write_idx(path: Path, array: np.ndarray, compress: bool = True) -> Path:
@@ -60,7 +60,8 @@ def test_data_dir_may_be_the_root_or_the_dataset_folder(tmp_path: Path) -> None:
     fake_fashion_mnist(tmp_path / "fashion-mnist")
     for folder in (tmp_path, tmp_path / "fashion-mnist"):
         data = load_dataset("fashion-mnist", folder)
-        assert data.train.x.shape == (20, 1, 28, 28) and len(data.test) == 10
+        assert data.train.x.shape == (20, 1, 28, 28)
+        assert len(data.test) == 10
 
 
 def test_environment_variable_sets_the_data_root(
@@ -78,15 +79,23 @@ def test_unknown_dataset_lists_the_known_ones() -> None:
 
 def test_digits_is_split_the_same_way_every_time() -> None:
     a, b = load_dataset("digits"), load_dataset("digits")
-    assert a.train.x.shape == (1437, 1, 8, 8) and len(a.test) == 360
-    assert torch.equal(a.test.y, b.test.y) and torch.equal(a.train.x, b.train.x)
+    assert a.train.x.shape == (1437, 1, 8, 8)
+    assert len(a.test) == 360
+    assert torch.equal(a.test.y, b.test.y)
+    assert torch.equal(a.train.x, b.train.x)
     assert a.train.num_classes == 10
 
 
 def test_real_fashion_mnist_has_its_documented_shape(fashion_mnist: Path) -> None:
     data = load_dataset("fashion-mnist", fashion_mnist)
-    assert data.train.x.shape == (60000, 1, 28, 28) and data.train.x.dtype == torch.float32
+    assert data.train.x.shape == (60000, 1, 28, 28)
+    assert data.train.x.dtype == torch.float32
     assert data.test.x.shape == (10000, 1, 28, 28)
     assert torch.bincount(data.train.y).tolist() == [6000] * 10
     # Normalised with the training set's statistics: mean ~0, std ~1.
-    assert abs(float(data.train.x.mean())) < 0.01 and abs(float(data.train.x.std()) - 1) < 0.01
+    assert abs(float(data.train.x.mean())) < 0.01
+    assert abs(float(data.train.x.std()) - 1) < 0.01
+
+
+def test_every_dataset_name_a_spec_accepts_has_a_loader() -> None:
+    assert set(DATASETS) == set(DATASET_NAMES)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data import PartitionSpec, partition_dataset
+from atoll.platform.data.partition import PartitionSpec, partition_dataset
 
 LABELS = np.repeat(np.arange(10), 100)  # 1,000 samples, 100 per class
 

@@ -11,7 +11,8 @@ def healthcheck() -> ModuleType:
     not part of the package, so it is loaded from its file."""
     path = REPO_ROOT / "deploy" / "healthcheck.py"
     spec = importlib.util.spec_from_file_location("atoll_deploy_healthcheck", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,7 +1,7 @@
 """The Docker deployment, checked without a Docker engine: the Dockerfile passes hadolint,
 docker-compose.yml passes the Compose specification's schema, every command a service runs
 parses as a real `atoll` command, the site files load and hold no secret, every variable
-is documented, and the commands are the ones platform/control/local.py starts as plain
+is documented, and the commands are the ones localstack/deployment.py starts as plain
 processes, so that the tests running LocalDeployment exercise what compose runs."""
 
 import json
@@ -36,7 +36,7 @@ COMPOSE: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
 ATOLL_SERVICES = sorted(name for name, s in SERVICES.items() if "build" in s)
 SITES: list[str] = yaml.safe_load(TOPOLOGY.read_text())["sites"]
-# Differences from local.py's commands that a container needs or an operator wants:
+# Differences from deployment.py's commands that a container needs or an operator wants:
 # listening on every interface at fixed ports, the config where it is mounted, info logs.
 MAY_DIFFER = {"host", "port", "config", "log_level"}
 SECRETS = re.compile(r"TOKEN|PASSWORD|SECRET|AUTH", re.IGNORECASE)
@@ -93,10 +93,12 @@ def test_dockerfile_passes_hadolint() -> None:
 def test_image_runs_atoll_as_a_non_root_user_with_a_healthcheck() -> None:
     stage = final_stage()
     users = [rest for keyword, rest in stage if keyword == "USER"]
-    assert users and users[-1] not in ("root", "0"), "the image must not run as root"
+    assert users, "the image must not run as root"
+    assert users[-1] not in ("root", "0"), "the image must not run as root"
     assert image_default("ENTRYPOINT") == ["atoll"]
     healthchecks = [rest for keyword, rest in stage if keyword == "HEALTHCHECK"]
-    assert healthchecks and "atoll-healthcheck" in healthchecks[-1]
+    assert healthchecks
+    assert "atoll-healthcheck" in healthchecks[-1]
     copies = [rest for keyword, rest in stage if keyword == "COPY"]
     assert any(c.endswith("deploy/healthcheck.py /usr/local/bin/atoll-healthcheck") for c in copies)
 
@@ -182,10 +184,10 @@ def service_argv(name: str) -> list[str]:
     service = SERVICES[name]
     entrypoint = service.get("entrypoint", image_default("ENTRYPOINT"))
     command = service.get("command", image_default("CMD") if "entrypoint" not in service else [])
-    assert isinstance(entrypoint, list) and isinstance(command, list), (
-        f"{name}: use the exec form (lists), so that no shell stands between Docker's "
-        "SIGTERM and the service"
-    )
+    why = f"{name}: use the exec form (lists), so that no shell stands between Docker's SIGTERM "
+    why += "and the service"
+    assert isinstance(entrypoint, list), why
+    assert isinstance(command, list), why
     return [*entrypoint, *command]
 
 
@@ -203,7 +205,8 @@ def parse(args: list[str]) -> tuple[list[str], dict[str, Any]]:
     command: click.Command = typer.main.get_command(main_app())
     path, rest = [], list(args)
     while isinstance(command, click.Group):
-        assert rest and not rest[0].startswith("-"), f"`atoll {' '.join(path)}` needs a command"
+        assert rest, f"`atoll {' '.join(path)}` needs a command"
+        assert not rest[0].startswith("-"), f"`atoll {' '.join(path)}` needs a command"
         name, *rest = rest
         sub = command.commands.get(name)
         assert sub is not None, f"`atoll {' '.join(path)}` has no command {name!r}"
@@ -249,7 +252,7 @@ def local_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_atoll_env: None
 ) -> dict[str, Any]:
     """What LocalDeployment starts for each role (argv and environment), without starting it."""
-    from atoll.platform.control import local
+    from atoll.localstack import deployment as local
 
     monkeypatch.setattr(local.Managed, "start", lambda self: self)
     monkeypatch.setattr(local, "wait_until", lambda *_, **__: None)
@@ -275,7 +278,7 @@ def test_compose_runs_what_local_deployment_runs(
     assert path == local_path
     differ = {k for k in params.keys() | local_params.keys() if params[k] != local_params[k]}
     assert differ <= MAY_DIFFER, (
-        f"{name} runs `atoll {' '.join(args)}`, local.py `atoll {' '.join(local_args)}`"
+        f"{name} runs `atoll {' '.join(args)}`, deployment.py `atoll {' '.join(local_args)}`"
     )
     environment = set(SERVICES[name]["environment"])
     assert environment == set(local.env), f"{name}: {sorted(environment ^ set(local.env))}"
@@ -310,15 +313,20 @@ def test_site_config_loads_without_secrets(site: str) -> None:
     unknown = raw.keys() - EdgeSettings.model_fields.keys()
     assert not unknown, f"{path.name}: {sorted(unknown)} are not settings (ignored silently)"
     assert settings.name == site
-    assert settings.registry_token is None and settings.admin_token is None
+    assert settings.registry_token is None
+    assert settings.admin_token is None
     service, volumes = site_mounts(site)
     assert settings.geo.host == service, "the other sites dial the geo host: its service name"
     assert volumes[f"./deploy/sites/{site}.yaml"] == "/etc/atoll/site.yaml"
     assert service_argv(service)[-2:] == ["--config", "/etc/atoll/site.yaml"]
     state = [source for source, target in volumes.items() if target == str(settings.state_dir)]
-    assert state and state[0] in COMPOSE["volumes"], "state_dir must be a volume of its own"
+    assert state, "state_dir must be a volume of its own"
+    assert state[0] in COMPOSE["volumes"], "state_dir must be a volume of its own"
     grace = SERVICES[service]["stop_grace_period"]
-    assert grace.endswith("s") and float(grace[:-1]) > settings.stop_timeout_s, (
+    assert grace.endswith("s"), (
+        "compose must wait longer than the agent does for its site to checkpoint"
+    )
+    assert float(grace[:-1]) > settings.stop_timeout_s, (
         "compose must wait longer than the agent does for its site to checkpoint"
     )
 
@@ -386,16 +394,9 @@ def test_every_atoll_variable_is_a_setting_of_its_service(
     settings: type[BaseSettings] = getattr(import_module(module), cls)
     for key in SERVICES[name]["environment"]:
         field = key.removeprefix("ATOLL_").lower().split("__")[0]
-        assert key.startswith("ATOLL_") and field in settings.model_fields, (
+        assert key.startswith("ATOLL_"), (
             f"{name}: {key} is not a setting of {cls}, so it would be ignored"
         )
-
-
-def test_the_example_jobs_are_valid_job_specs() -> None:
-    from atoll.platform.geo.job import GeoJob
-
-    examples = sorted((REPO_ROOT / "deploy" / "jobs").glob("*.yaml"))
-    assert examples
-    for path in examples:
-        job = GeoJob.model_validate(yaml.safe_load(path.read_text()))
-        assert job.geo.policy == "asp", path
+        assert field in settings.model_fields, (
+            f"{name}: {key} is not a setting of {cls}, so it would be ignored"
+        )

@@ -21,7 +21,8 @@ def test_the_file_says_what_the_site_is_and_variables_win(
     settings = load_edge_settings(path)
     assert (settings.name, settings.region) == ("virginia", "us-east-1")
     assert settings.geo.host == "edge-a"
-    assert settings.geo.port == 9500 and settings.geo_endpoint == "ws://edge-a:9500"
+    assert settings.geo.port == 9500
+    assert settings.geo_endpoint == "ws://edge-a:9500"
     assert settings.redis_url.get_secret_value() == "redis://:secret@redis:6379/0"
     assert "secret" not in repr(settings)
 

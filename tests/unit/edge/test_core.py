@@ -29,7 +29,7 @@ from atoll.edge.steps import (
     Tick,
     WriteJobFiles,
 )
-from atoll.platform.control.bus.messages import Command, CommandKind, SiteJobState, StartJob
+from atoll.platform.bus.messages import Command, CommandKind, SiteJobState, StartJob
 from atoll.platform.core.events import (
     Evaluated,
     RunEvent,

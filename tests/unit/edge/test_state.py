@@ -3,7 +3,7 @@ import stat
 from pathlib import Path
 
 from atoll.edge.state import AgentFile, LocalJob, StateDir
-from atoll.platform.control.bus.messages import TlsFiles
+from atoll.platform.bus.messages import TlsFiles
 
 
 def test_a_job_is_written_with_this_machines_paths_and_private_secrets(tmp_path: Path) -> None:
@@ -16,7 +16,8 @@ def test_a_job_is_written_with_this_machines_paths_and_private_secrets(tmp_path:
     folder = state.job_dir("j1").resolve()
     assert written["geo"]["secret_file"] == str(folder / "secret")
     assert written["geo"]["tls_dir"] == str(folder / "tls")
-    assert written["data_dir"] == str(tmp_path / "data") and written["threads"] == 1
+    assert written["data_dir"] == str(tmp_path / "data")
+    assert written["threads"] == 1
     assert (folder / "secret").read_text() == "s3cret"
     for private in (folder / "secret", folder / "tls" / "a.key"):
         assert stat.S_IMODE(private.stat().st_mode) == 0o600
@@ -35,6 +36,8 @@ def test_the_agents_state_and_token_survive_a_restart(tmp_path: Path) -> None:
     state.save_registry_token("atoll_abc")
     again = StateDir(tmp_path)
     loaded = again.load()
-    assert loaded.draining and loaded.registry_id == "r1" and loaded.jobs["j1"].restarts == 2
+    assert loaded.draining
+    assert loaded.registry_id == "r1"
+    assert loaded.jobs["j1"].restarts == 2
     assert again.registry_token() == "atoll_abc"
     assert stat.S_IMODE((tmp_path / "registry-token").stat().st_mode) == 0o600

@@ -21,18 +21,26 @@ def test_sparse_and_dense_round_trip(dtype: torch.dtype) -> None:
     indices = torch.tensor([0, 7, 99])
     values = torch.tensor([1.5, -2.25, 3.0], dtype=dtype)
     sparse = roundtrip(GeoMessage(Kind.UPDATE, 4, 123456789, 1000, 100, indices, values))
-    assert sparse.kind == Kind.UPDATE and sparse.origin == 4 and sparse.clock == 123456789
-    assert sparse.offset == 1000 and sparse.length == 100
-    assert torch.equal(sparse.indices, indices) and torch.equal(sparse.values, values)
+    assert sparse.kind == Kind.UPDATE
+    assert sparse.origin == 4
+    assert sparse.clock == 123456789
+    assert sparse.offset == 1000
+    assert sparse.length == 100
+    assert torch.equal(sparse.indices, indices)
+    assert torch.equal(sparse.values, values)
     dense = roundtrip(GeoMessage(Kind.RESULT, 1, 2, 0, 3, None, values))
-    assert dense.indices is None and torch.equal(dense.values, values)
+    assert dense.indices is None
+    assert torch.equal(dense.values, values)
 
 
 def test_messages_without_values() -> None:
     tick = roundtrip(GeoMessage(Kind.CLOCK, 2, 5, 0, 10))
-    assert tick.values is None and tick.indices is None and tick.clock == 5
+    assert tick.values is None
+    assert tick.indices is None
+    assert tick.clock == 5
     notice = roundtrip(GeoMessage(Kind.INDICES, 2, 5, 0, 10, torch.tensor([1, 4])))
-    assert torch.equal(notice.indices, torch.tensor([1, 4])) and notice.values is None
+    assert torch.equal(notice.indices, torch.tensor([1, 4]))
+    assert notice.values is None
 
 
 def test_carrying_picks_dense_when_sparse_would_be_larger() -> None:
@@ -62,7 +70,8 @@ def test_sparse_indices_cost_about_a_byte_at_one_percent_density() -> None:
 
 def test_int8_values_travel_with_their_scale() -> None:
     values, scale = quantize(torch.tensor([0.5, -0.25, 0.001, 0.0]), "int8")
-    assert values.dtype == torch.int8 and scale == pytest.approx(0.5 / 127)
+    assert values.dtype == torch.int8
+    assert scale == pytest.approx(0.5 / 127)
     message = roundtrip(GeoMessage(Kind.UPDATE, 0, 0, 0, 4, None, values, scale))
     assert message.float_values().tolist() == pytest.approx([0.5, -0.25, 0.0, 0.0], abs=0.002)
     assert float(message.float_values()[0]) == pytest.approx(0.5)  # the largest is exact
@@ -195,7 +204,8 @@ def test_valid_messages_round_trip_and_every_truncation_is_refused(
     encoded = encode(message)
     assert len(encoded) == encoded_size(message)
     back = decode(encoded)
-    assert torch.equal(back.values, message.values) and back.scale == message.scale
+    assert torch.equal(back.values, message.values)
+    assert back.scale == message.scale
     if message.indices is None:
         assert back.indices is None
     else:

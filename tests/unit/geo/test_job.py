@@ -46,7 +46,8 @@ def test_too_many_sites_for_the_topology_is_named() -> None:
 
 def test_each_site_shuffles_differently_but_reproducibly() -> None:
     job = GeoJob(seed=3)
-    assert job.site_seed(0) != job.site_seed(1) and job.site_seed(1) == GeoJob(seed=3).site_seed(1)
+    assert job.site_seed(0) != job.site_seed(1)
+    assert job.site_seed(1) == GeoJob(seed=3).site_seed(1)
 
 
 @pytest.mark.parametrize(

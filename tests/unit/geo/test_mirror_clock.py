@@ -9,7 +9,8 @@ def test_a_site_ds_plus_one_ahead_waits_until_the_slow_mirror_ticks() -> None:
     assert clock.may_start_next(now=1.0) is PROCEED
     clock.clock = 5  # DS + 1 ahead of site 2
     decision = clock.may_start_next(now=1.0)
-    assert isinstance(decision, Wait) and decision.on == (2,)
+    assert isinstance(decision, Wait)
+    assert decision.on == (2,)
     clock.tick(2, 4, now=1.5)
     assert clock.may_start_next(now=1.5) is PROCEED
 

@@ -39,13 +39,15 @@ def test_float16_rounding_stays_in_the_accumulator() -> None:
     as_sent = selection.values.to(torch.float16)
     f.sent(selection, as_sent)
     residual = float(f.accumulator[0])
-    assert residual != 0 and residual == pytest.approx(0.0123456 - float(as_sent[0]), abs=1e-9)
+    assert residual != 0
+    assert residual == pytest.approx(0.0123456 - float(as_sent[0]), abs=1e-09)
 
 
 def test_drain_returns_everything_and_clears() -> None:
     f = filter_with([0.0, 1e-6, -2e-6])
     rest = f.drain()
-    assert rest.indices.tolist() == [1, 2] and float(f.accumulator.abs().sum()) == 0
+    assert rest.indices.tolist() == [1, 2]
+    assert float(f.accumulator.abs().sum()) == 0
 
 
 def test_schedules() -> None:

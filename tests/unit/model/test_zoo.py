@@ -3,7 +3,9 @@ import torch
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.data.datasets import Dataset
-from atoll.platform.model import build_model, evaluate, model_signature
+from atoll.platform.model.evaluate import evaluate
+from atoll.platform.model.names import MODEL_NAMES
+from atoll.platform.model.zoo import MODELS, build_model, model_signature
 
 
 @pytest.mark.parametrize("name", ["cnn", "mlp"])
@@ -15,7 +17,8 @@ def test_models_map_images_to_class_logits(name: str, shape: tuple[int, ...]) ->
 
 def test_the_cnn_uses_groupnorm_not_batchnorm() -> None:
     kinds = {type(m).__name__ for m in build_model("cnn", (1, 28, 28), 10, seed=0).modules()}
-    assert "GroupNorm" in kinds and not any("BatchNorm" in k for k in kinds)
+    assert "GroupNorm" in kinds
+    assert not any("BatchNorm" in k for k in kinds)
 
 
 def test_same_seed_same_weights_without_touching_the_global_generator() -> None:
@@ -48,3 +51,7 @@ def test_evaluate_counts_correct_predictions() -> None:
     x = torch.tensor([[5.0, 0.0], [0.0, 5.0], [5.0, 0.0], [0.0, 5.0]])
     result = evaluate(model, Dataset(x, torch.tensor([0, 1, 1, 1]), ("a", "b")), batch_size=3)
     assert result.accuracy == 0.75
+
+
+def test_every_model_name_a_spec_accepts_has_a_builder() -> None:
+    assert set(MODELS) == set(MODEL_NAMES)

@@ -33,7 +33,8 @@ def test_resuming_acks_what_the_peer_has_and_resends_the_rest() -> None:
         window.add(payload)
     window.ack(1)
     assert window.resume_from(3) == 3  # transmit again after message 3
-    assert window.unacked_count == 1 and decode(window.frame(4)) == Data(4, b"4")
+    assert window.unacked_count == 1
+    assert decode(window.frame(4)) == Data(4, b"4")
     with pytest.raises(BadFrame, match="already acknowledged 3"):
         window.resume_from(2)  # a peer cannot forget what it acknowledged
 
@@ -81,8 +82,10 @@ def inbound(every: int = 3, every_bytes: int = 1000, delay: float = 0.5) -> Inbo
 
 def test_the_receiver_accepts_each_number_once_and_in_order() -> None:
     seq = inbound()
-    assert seq.accept(1, 10, now=0.0) and seq.accept(2, 10, now=0.0)
-    assert not seq.accept(2, 10, now=0.0) and not seq.accept(1, 10, now=0.0)
+    assert seq.accept(1, 10, now=0.0)
+    assert seq.accept(2, 10, now=0.0)
+    assert not seq.accept(2, 10, now=0.0)
+    assert not seq.accept(1, 10, now=0.0)
     assert (seq.received_through, seq.duplicates) == (2, 2)
     with pytest.raises(BadFrame, match="message 4 arrived after 2"):
         seq.accept(4, 10, now=0.0)
@@ -94,8 +97,10 @@ def test_acks_are_batched_by_count() -> None:
         seq.accept(n, 10, now=0.0)
         assert not seq.ack_due(now=0.0)
     seq.accept(3, 10, now=0.0)
-    assert seq.ack_due(now=0.0) and seq.take_ack() == 3
-    assert seq.ack_deadline() is None and not seq.ack_due(now=100.0)
+    assert seq.ack_due(now=0.0)
+    assert seq.take_ack() == 3
+    assert seq.ack_deadline() is None
+    assert not seq.ack_due(now=100.0)
 
 
 def test_acks_are_batched_by_bytes() -> None:
@@ -111,7 +116,8 @@ def test_a_lone_message_is_acked_after_the_delay() -> None:
     seq.accept(1, 10, now=2.0)
     seq.accept(2, 10, now=2.4)
     assert seq.ack_deadline() == 2.5  # counted from the first unacknowledged message
-    assert not seq.ack_due(now=2.49) and seq.ack_due(now=2.5)
+    assert not seq.ack_due(now=2.49)
+    assert seq.ack_due(now=2.5)
     assert seq.take_ack() == 2
 
 
@@ -120,14 +126,16 @@ def test_a_duplicate_asks_for_an_ack_at_once() -> None:
     seq.accept(1, 10, now=0.0)
     seq.take_ack()
     seq.accept(1, 10, now=1.0)  # the sender missed our ack
-    assert seq.ack_due(now=1.0) and seq.take_ack() == 1
+    assert seq.ack_due(now=1.0)
+    assert seq.take_ack() == 1
 
 
 def test_reset_starts_the_receiver_again_at_one() -> None:
     seq = inbound()
     seq.accept(1, 10, now=0.0)
     seq.reset()
-    assert seq.received_through == 0 and seq.ack_deadline() is None
+    assert seq.received_through == 0
+    assert seq.ack_deadline() is None
     assert seq.accept(1, 10, now=0.0)
 
 
@@ -198,7 +206,8 @@ def test_any_pattern_of_cuts_delivers_everything_exactly_once_in_order(ops: list
         link.step(op)
     link.settle()
     assert link.delivered == link.sent
-    assert link.window.unacked_count == 0 and link.window.unacked_bytes == 0
+    assert link.window.unacked_count == 0
+    assert link.window.unacked_bytes == 0
 
 
 @settings(max_examples=300, deadline=None)
@@ -208,10 +217,10 @@ def test_urgent_messages_arrive_exactly_once_in_order_among_their_kind(ops: list
     for op in ops:
         link.step(op)
     link.settle()
-    assert sorted(link.delivered) == sorted(link.sent) and len(set(link.delivered)) == len(
-        link.delivered
-    )
+    assert sorted(link.delivered) == sorted(link.sent)
+    assert len(set(link.delivered)) == len(link.delivered)
     for urgent in (True, False):
         kind = [p for p in link.sent if p.startswith(b"u") == urgent]
         assert [p for p in link.delivered if p.startswith(b"u") == urgent] == kind
-    assert link.window.unacked_count == 0 and link.window.unacked_bytes == 0
+    assert link.window.unacked_count == 0
+    assert link.window.unacked_bytes == 0

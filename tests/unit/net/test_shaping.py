@@ -28,7 +28,8 @@ def test_arrival_is_max_of_now_and_link_free_plus_serialisation_plus_latency() -
     mid = shaper.schedule(25_000, now=0.05)  # queued: starts at 0.1
     assert mid.arrive_s == pytest.approx(0.1 + 0.01 + 0.05)
     late = shaper.schedule(25_000, now=1.0)  # the link went idle meanwhile
-    assert late.start_s == 1.0 and late.arrive_s == pytest.approx(1.0 + WAN.transfer_s(25_000))
+    assert late.start_s == 1.0
+    assert late.arrive_s == pytest.approx(1.0 + WAN.transfer_s(25000))
 
 
 def test_a_stream_runs_at_the_bandwidth() -> None:

@@ -40,4 +40,5 @@ def test_the_signature_asked_about_longest_ago_makes_room() -> None:
     assert cache.get("one", 1.0) is not None  # now "two" is the oldest asked
     cache.put("three", 1.0, some("c"))
     assert cache.get("two", 1.0) is None
-    assert cache.get("one", 1.0) is not None and cache.get("three", 1.0) is not None
+    assert cache.get("one", 1.0) is not None
+    assert cache.get("three", 1.0) is not None

@@ -55,7 +55,8 @@ def test_a_report_is_retried_with_the_same_id_after_a_lost_answer() -> None:
     client, seen = scripted(fail(httpx.ReadTimeout), answer(201, REPORT))
     assert report(client).seq == 1  # type: ignore[attr-defined]
     ids = {json.loads(r.content)["id"] for r in seen}
-    assert len(seen) == 2 and len(ids) == 1  # the server stores it once
+    assert len(seen) == 2
+    assert len(ids) == 1  # the server stores it once
     assert seen[0].headers["authorization"] == "Bearer tok"
 
 
@@ -84,7 +85,8 @@ def test_unavailable_answers_are_retried_then_reported() -> None:
     client, seen = scripted(busy)
     with pytest.raises(RegistryError) as caught:
         client.get_site(SITE_ID)
-    assert caught.value.status == 503 and len(seen) == 4
+    assert caught.value.status == 503
+    assert len(seen) == 4
 
 
 def test_refusals_are_not_retried_and_name_the_field() -> None:

@@ -13,20 +13,24 @@ from atoll.platform.service.security import (
 def test_tokens_are_long_distinct_and_recognisable() -> None:
     tokens = {new_token() for _ in range(100)}
     assert len(tokens) == 100
-    assert all(t.startswith(TOKEN_PREFIX) and len(t) >= 40 for t in tokens)
+    assert all(t.startswith(TOKEN_PREFIX) for t in tokens)
+    assert all(len(t) >= 40 for t in tokens)
 
 
 def test_a_stored_hash_reveals_neither_the_token_nor_its_hint() -> None:
     token = new_token()
     digest = hash_token(token)
-    assert digest == hash_token(token) and len(digest) == 64
-    assert token not in digest and token_hint(token) not in digest
+    assert digest == hash_token(token)
+    assert len(digest) == 64
+    assert token not in digest
+    assert token_hint(token) not in digest
     assert hash_token(token + "x") != digest
 
 
 def test_the_hint_is_too_short_to_be_the_token() -> None:
     token = new_token()
-    assert token.startswith(token_hint(token)) and len(token) - len(token_hint(token)) >= 32
+    assert token.startswith(token_hint(token))
+    assert len(token) - len(token_hint(token)) >= 32
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,8 @@ def test_an_idle_link_delivers_after_serialisation_and_latency() -> None:
     link.send("a", nbytes, Lane.BULK, 0.0)
     run(events)
     assert arrivals == [("a", pytest.approx(0.001 + 0.05))]
-    assert link.bytes_sent == 1000 and link.frames_sent == 1
+    assert link.bytes_sent == 1000
+    assert link.frames_sent == 1
     assert SHAPE.transfer_s(1000) == pytest.approx(arrivals[0][1])
 
 

@@ -3,9 +3,9 @@
 import torch
 from torch import nn
 
-from atoll.platform.data import load_dataset
-from atoll.platform.model import build_model
+from atoll.platform.data.datasets import load_dataset
 from atoll.platform.model.optim import OptimizerSpec
+from atoll.platform.model.zoo import build_model
 from atoll.platform.sim.replica import SiteReplica
 from atoll.platform.site.flat import FlatModel
 

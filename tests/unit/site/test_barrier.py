@@ -9,7 +9,8 @@ def test_clock_completes_only_when_every_worker_has_pushed() -> None:
     assert barrier.push(2, 0, now=1.5) is None
     assert barrier.missing() == [1]
     assert barrier.push(1, 0, now=4.0) == ClockComplete(clock=0, straggler_wait_s=3.0)
-    assert barrier.clock == 1 and barrier.missing() == [0, 1, 2]
+    assert barrier.clock == 1
+    assert barrier.missing() == [0, 1, 2]
 
 
 def test_straggler_wait_adds_up_over_clocks() -> None:

@@ -24,7 +24,8 @@ def test_each_epoch_is_reshuffled_and_the_same_seed_repeats_it() -> None:
     assert not np.array_equal(plan.indices(0, 0), plan.indices(10, 0))
     again = BatchPlan(num_samples=100, batch_per_worker=10, workers=1, seed=0)
     assert np.array_equal(plan.indices(13, 0), again.indices(13, 0))
-    assert plan.epoch_of(9) == 0 and plan.epoch_of(10) == 1
+    assert plan.epoch_of(9) == 0
+    assert plan.epoch_of(10) == 1
 
 
 def test_too_few_samples_for_one_batch_is_refused() -> None:

@@ -26,7 +26,8 @@ def test_a_slice_is_restored_across_a_different_shard_count(tmp_path: Path) -> N
     store = CheckpointStore(tmp_path)
     values = torch.arange(10, dtype=torch.float32)
     save_step(store, 30, [0, 4, 7, 10], values)
-    assert store.latest().step == 30 and store.latest().meta["shards"] == 3
+    assert store.latest().step == 30
+    assert store.latest().meta["shards"] == 3
     param, state = store.load_slice(30, (2, 9))  # spans all three saved shards
     assert torch.equal(param, values[2:9])
     assert torch.equal(state["exp_avg"], values[2:9] * 2)

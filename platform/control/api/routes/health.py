@@ -1,36 +1,15 @@
 """Probes and metrics, outside /v1 and without a token: orchestrators and Prometheus call
 them."""
 
-from fastapi import APIRouter, Response
-from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi import Response
 
-from atoll.platform.control.api.deps import DatabaseDep, ServiceDep
+from atoll.platform.control.api.deps import ServiceDep
 from atoll.platform.control.core import metrics
 from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.schemas import Readiness
+from atoll.platform.service.deps import DatabaseDep
+from atoll.platform.service.health import METRICS_RESPONSES, probe_router
 from atoll.platform.service.schema import readiness
-from atoll.platform.service.schemas import Health
-
-router = APIRouter(tags=["health"])
-
-
-@router.get("/healthz", summary="The process is up")
-async def healthz() -> Health:
-    return Health(status="ok")
-
-
-@router.get(
-    "/readyz",
-    responses={
-        200: {"model": Readiness, "description": "ready"},
-        503: {"model": Readiness, "description": "not ready: see `problem`"},
-    },
-    summary="The database is reachable with its schema current, and Redis is reachable",
-)
-async def readyz(database: DatabaseDep, service: ServiceDep) -> Response:
-    body = await run_in_threadpool(_readiness, database, service)
-    return JSONResponse(body.model_dump(), status_code=503 if body.problem else 200)
 
 
 def _readiness(database: DatabaseDep, service: ServiceDep) -> Readiness:
@@ -45,10 +24,17 @@ def _readiness(database: DatabaseDep, service: ServiceDep) -> Readiness:
     )
 
 
+router = probe_router(
+    _readiness,
+    Readiness,
+    "The database is reachable with its schema current, and Redis is reachable",
+)
+
+
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    responses=METRICS_RESPONSES,
     summary="Prometheus metrics",
 )
 def prometheus(database: DatabaseDep, service: ServiceDep) -> Response:

@@ -6,13 +6,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.api.deps import Admin, ReadSession, WriteSession
+from atoll.platform.control.api.deps import Admin
 from atoll.platform.control.api.routes import V1, errors, job_out
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import telemetry as telemetry_store
 from atoll.platform.control.dispatcher import close_job
-from atoll.platform.control.lifecycle import JOB_STATES, TERMINAL_JOB, SiteView
+from atoll.platform.control.lifecycle import TERMINAL_JOB, SiteView
 from atoll.platform.control.models import Job
 from atoll.platform.control.schemas import (
     CommandList,
@@ -23,8 +23,10 @@ from atoll.platform.control.schemas import (
     Sample,
     SamplePage,
 )
+from atoll.platform.control.states import JobState
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data import check_dataset
+from atoll.platform.data.datasets import check_dataset
+from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Conflict, Invalid, NotFound
 from atoll.platform.service.sql import utcnow
 
@@ -67,15 +69,15 @@ def submit(body: JobCreate, session: WriteSession) -> JobOut:
 @router.get("", responses=errors(), summary="List jobs, newest first")
 def list_jobs(
     session: ReadSession,
-    state: Annotated[str | None, Query(description=f"One of {', '.join(JOB_STATES)}.")] = None,
+    state: Annotated[str | None, Query(description=f"One of {', '.join(JobState)}.")] = None,
     limit: Limit = 50,
     before: Annotated[
         datetime | None, Query(description="Only jobs submitted before this (paging).")
     ] = None,
 ) -> JobPage:
-    if state is not None and state not in JOB_STATES:
-        raise Invalid(f"must be one of {', '.join(JOB_STATES)}", "state", "query")
-    jobs = job_store.list_jobs(session, state, limit, before)
+    if state is not None and state not in {s.value for s in JobState}:
+        raise Invalid(f"must be one of {', '.join(JobState)}", "state", "query")
+    jobs = job_store.list_jobs(session, JobState(state) if state else None, limit, before)
     return JobPage(
         jobs=[job_out(session, j) for j in jobs],
         next_before=jobs[-1].submitted_at if len(jobs) == limit else None,
@@ -99,13 +101,10 @@ def cancel(job_id: str, session: WriteSession) -> JobOut:
     if job.state in TERMINAL_JOB:
         raise Conflict(f"job {job_id} is already {job.state}", "job_id", "path")
     was = job.state
-    job.state, job.message = "cancelled", "cancelled by an operator"
+    job.state, job.message = JobState.cancelled, "cancelled by an operator"
     job.finished_at = job.updated_at = utcnow()
-    if was != "pending":
-        views = {
-            p.site: SiteView(p.state, None)  # type: ignore[arg-type]
-            for p in job_store.job_sites(session, job_id)
-        }
+    if was != JobState.pending:
+        views = {p.site: SiteView(p.state, None) for p in job_store.job_sites(session, job_id)}
         close_job(session, job, views)
     session.commit()
     return job_out(session, job)

@@ -3,15 +3,18 @@
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
-from atoll.platform.control.api.deps import Admin, ReadSession, WriteSession
+from atoll.platform.bus.messages import CommandKind
+from atoll.platform.control.api.deps import Admin
 from atoll.platform.control.api.routes import V1, errors
-from atoll.platform.control.bus.messages import CommandKind
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.models import Site
 from atoll.platform.control.schemas import SiteList, SiteOut
+from atoll.platform.control.states import SiteStatus
+from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Conflict, NotFound
+from atoll.platform.service.schemas import from_row
 from atoll.platform.service.sql import utcnow
 
 router = APIRouter(prefix=f"{V1}/sites", tags=["sites"])
@@ -34,7 +37,7 @@ def get_site(name: str, session: ReadSession) -> SiteOut:
 def drain(name: str, session: WriteSession) -> SiteOut:
     """Its agent stops its job at the next clock, with a checkpoint, and takes no new job
     until activated. The job goes on at the other sites."""
-    return _decide(session, name, "draining", "drain")
+    return _decide(session, name, SiteStatus.draining, "drain")
 
 
 @router.post(
@@ -45,19 +48,19 @@ def drain(name: str, session: WriteSession) -> SiteOut:
 )
 def activate(name: str, session: WriteSession) -> SiteOut:
     """It takes jobs again, and resumes (from its checkpoint) a job it stopped for the drain."""
-    return _decide(session, name, "active", "activate")
+    return _decide(session, name, SiteStatus.active, "activate")
 
 
 @router.delete("/{name}", dependencies=[Admin], responses=errors(404, 409), summary="Remove a site")
 def remove(name: str, session: WriteSession) -> SiteOut:
     """Like a drain, and the site is left out of listings of active sites until it is
     activated again; its history stays."""
-    return _decide(session, name, "removed", "remove")
+    return _decide(session, name, SiteStatus.removed, "remove")
 
 
-def _decide(session: Session, name: str, state: str, kind: CommandKind) -> SiteOut:
+def _decide(session: Session, name: str, state: SiteStatus, kind: CommandKind) -> SiteOut:
     site = _site(session, name)
-    if site.state == "removed" and kind == "drain":
+    if site.state == SiteStatus.removed and kind == "drain":
         raise Conflict(f"site {name} is removed; activate it first", "name", "path")
     if site.state != state:
         site.state, site.updated_at = state, utcnow()
@@ -75,18 +78,4 @@ def _site(session: Session, name: str) -> Site:
 
 def _out(site: Site, job: str | None) -> SiteOut:
     endpoint = f"{site.geo_host}:{site.geo_port}" if site.geo_host and site.geo_port else None
-    return SiteOut(
-        name=site.name,
-        state=site.state,  # type: ignore[arg-type]
-        online=site.online,
-        agent_state=site.agent_state,
-        region=site.region,
-        registry_id=site.registry_id,
-        geo_endpoint=endpoint,
-        geo_ports=site.geo_ports,
-        job=job,
-        version=site.version,
-        duplicates=site.duplicates,
-        first_seen_at=site.first_seen_at,
-        last_seen_at=site.last_seen_at,
-    )
+    return from_row(SiteOut, site, geo_endpoint=endpoint, job=job)

@@ -1,4 +1,4 @@
-from atoll.platform.control.wan import bsp_bytes_per_clock
+from atoll.platform.geo.wan import bsp_bytes_per_clock
 
 SITES = ("virginia", "frankfurt", "singapore")
 

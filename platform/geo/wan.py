@@ -11,21 +11,20 @@ from collections import deque
 
 import torch
 
+from atoll.platform.core.slices import even_slice
 from atoll.platform.geo.codec import encoded_size
 from atoll.platform.geo.messages import BROADCAST
 from atoll.platform.geo.rounds import RoundSync
 from atoll.platform.net.frames import DATA_HEADER_BYTES, wire_bytes
-from atoll.platform.site.layout import SiteLayout
 
 
 def bsp_bytes_per_clock(params: int, sites: tuple[str, ...], shards: int = 1) -> int:
     """Bytes every link together carries in one BSP clock, for `params` parameters."""
     if len(sites) < 2:
         return 0
-    layout = SiteLayout(1, shards)
     total = 0
     for shard in range(shards):
-        start, end = layout.bounds(shard, params)
+        start, end = even_slice(params, shards, shard)  # as SiteLayout slices the vector
         size = end - start
         policies = [RoundSync(i, len(sites), torch.zeros(size), start) for i in range(len(sites))]
         step = torch.full((size,), 1e-3)

@@ -6,6 +6,13 @@ from dataclasses import dataclass
 AGENT_GROUP = "agent"  # reads a site's command stream
 CONTROL_GROUP = "control"  # reads the status stream
 CONTROL_CONSUMER = "control"  # one control plane; a restarted one takes over its pending reports
+# An agent's liveness key lives this many heartbeats: one missed beat is forgiven.
+TTL_BEATS = 2
+
+
+def liveness_ttl_s(heartbeat_s: float) -> float:
+    """The time to live an agent gives its liveness key (`BusKeys.alive`)."""
+    return TTL_BEATS * heartbeat_s
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Redis has a new `run_id`: that is how both sides notice that it forgot everythin
 import logging
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import redis
 from pydantic import ValidationError
@@ -17,8 +17,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from atoll.platform.control.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys
-from atoll.platform.control.bus.messages import (
+from atoll.platform.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys
+from atoll.platform.bus.messages import (
     AgentStatus,
     Beat,
     Command,
@@ -31,6 +31,9 @@ from atoll.platform.net.backoff import Backoff
 log = logging.getLogger("atoll.bus")
 M = TypeVar("M", bound=Message)
 Entry = tuple[str, M | None]  # stream entry id, and its message (None if unreadable)
+# What XREAD and XREADGROUP answer, decoded (the client is made with decode_responses):
+# per stream, its entries as (id, fields); fields are None for an entry deleted since.
+StreamReply = list[tuple[str, list[tuple[str, dict[str, str] | None]]]]
 
 COMMANDS_MAXLEN = 1000  # per site; a command older than a thousand others is long applied
 STATUS_MAXLEN = 10_000
@@ -67,13 +70,15 @@ class Bus:
 
         def publish() -> str:
             self._ensure_group(stream, AGENT_GROUP)
-            return self.redis.xadd(
-                stream, command.encode(), maxlen=COMMANDS_MAXLEN, approximate=True
+            return str(
+                self.redis.xadd(stream, _fields(command), maxlen=COMMANDS_MAXLEN, approximate=True)
             )
 
         return self._do(publish)
 
-    def read_commands(self, site: str, block_ms: int, pending: bool = False) -> list[Entry]:
+    def read_commands(
+        self, site: str, block_ms: int, pending: bool = False
+    ) -> list[Entry[Command]]:
         """New commands, or with `pending` those delivered to this site's agent before but
         never acknowledged (it died before it could)."""
         return self._read_group(
@@ -88,11 +93,13 @@ class Bus:
     def publish_status(self, status: AgentStatus) -> None:
         self._do(
             lambda: self.redis.xadd(
-                self.keys.status, status.encode(), maxlen=STATUS_MAXLEN, approximate=True
+                self.keys.status, _fields(status), maxlen=STATUS_MAXLEN, approximate=True
             )
         )
 
-    def read_status(self, consumer: str, block_ms: int, pending: bool = False) -> list[Entry]:
+    def read_status(
+        self, consumer: str, block_ms: int, pending: bool = False
+    ) -> list[Entry[AgentStatus]]:
         return self._read_group(
             self.keys.status, CONTROL_GROUP, consumer, AgentStatus, block_ms, pending
         )
@@ -107,27 +114,27 @@ class Bus:
         def publish() -> None:
             pipe = self.redis.pipeline(transaction=False)
             for sample in samples:
-                pipe.xadd(self.keys.telemetry, sample.encode(), maxlen=maxlen, approximate=True)
+                pipe.xadd(self.keys.telemetry, _fields(sample), maxlen=maxlen, approximate=True)
             pipe.execute()
 
         if samples:
             self._do(publish)
 
-    def read_telemetry(self, after: str, block_ms: int, count: int = 500) -> list[Entry]:
+    def read_telemetry(self, after: str, block_ms: int, count: int = 500) -> list[Entry[Telemetry]]:
         """Samples after entry id `after` ("$": only those still to come)."""
         found = self._do(
             lambda: self.redis.xread({self.keys.telemetry: after}, count=count, block=block_ms)
         )
         return [
-            (entry, _parse(Telemetry, fields))
-            for _, entries in found or []
+            (entry, None if fields is None else _parse(Telemetry, fields))
+            for _, entries in cast(StreamReply, found or [])
             for entry, fields in entries
         ]
 
     def last_telemetry_id(self) -> str:
         """The newest sample's id ("0-0" when there is none)."""
         found = self._do(lambda: self.redis.xrevrange(self.keys.telemetry, count=1))
-        return found[0][0] if found else "0-0"
+        return str(found[0][0]) if found else "0-0"
 
     # -- liveness ------------------------------------------------------------------
 
@@ -158,10 +165,10 @@ class Bus:
         model: type[M],
         block_ms: int,
         pending: bool,
-    ) -> list[Entry]:
-        def read() -> list:
+    ) -> list[Entry[M]]:
+        def read() -> StreamReply:
             try:
-                return self.redis.xreadgroup(
+                reply = self.redis.xreadgroup(
                     group,
                     consumer,
                     {stream: "0" if pending else ">"},
@@ -175,11 +182,12 @@ class Bus:
                 # the start, so that commands issued again before it existed are read.
                 self._ensure_group(stream, group)
                 return []
+            return cast(StreamReply, reply or [])
 
         found = self._do(read)
         return [
             (entry, None if fields is None else _parse(model, fields))
-            for _, entries in found or []
+            for _, entries in found
             for entry, fields in entries
         ]
 
@@ -198,6 +206,11 @@ class Bus:
 
 
 T = TypeVar("T")
+
+
+def _fields(message: Message) -> dict[Any, Any]:
+    """A message as stream fields (redis-py's field types are wider than its str pairs)."""
+    return dict(message.encode())
 
 
 def _parse(model: type[M], fields: dict[str, str]) -> M | None:

@@ -14,8 +14,8 @@
 Redis keeps nothing the control plane cannot rebuild: jobs and commands live in SQL.
 """
 
-from atoll.platform.control.bus.keys import BusKeys
-from atoll.platform.control.bus.messages import (
+from atoll.platform.bus.keys import BusKeys
+from atoll.platform.bus.messages import (
     AgentStatus,
     AppliedCommand,
     Command,

@@ -1,0 +1,47 @@
+"""The geo policy a `GeoSpec` names, built for one site of a job."""
+
+import torch
+
+from atoll.platform.geo.asp import ApproximateSync
+from atoll.platform.geo.policy import GeoPolicy, Isolated
+from atoll.platform.geo.rounds import OuterNesterov, RoundSync
+from atoll.platform.geo.significance import AdaptiveThreshold, ThresholdSchedule
+from atoll.platform.geo.spec import GeoSpec
+
+
+def build_policy(
+    spec: GeoSpec,
+    site: int,
+    sites: int,
+    params: torch.Tensor,
+    offset: int = 0,
+    start_s: float = 0.0,
+) -> GeoPolicy:
+    """Site `site` of `sites`, owning `params` (the slice that starts at `offset`)."""
+    if spec.policy == "asp":
+        adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None
+        return ApproximateSync(
+            site,
+            sites,
+            params,
+            offset,
+            schedule=ThresholdSchedule(spec.threshold, spec.threshold_schedule),
+            adaptive=adaptive,
+            staleness=spec.staleness,
+            lease_s=spec.lease_s,
+            start_s=start_s,
+            value_type=spec.value_type,
+            final=spec.final,
+            congestion_s=spec.congestion_s,
+            lookahead=spec.lookahead,
+        )
+    if spec.policy in ("bsp", "lan"):
+        return RoundSync(site, sites, params, offset, name=spec.policy, period=1)
+    if spec.policy == "fedavg":
+        return RoundSync(site, sites, params, offset, name="fedavg", period=spec.period)
+    if spec.policy == "diloco":
+        outer = OuterNesterov(spec.outer_lr, spec.outer_momentum)
+        return RoundSync(
+            site, sites, params, offset, name="diloco", period=spec.period, outer=outer
+        )
+    return Isolated(site, sites, params, offset)

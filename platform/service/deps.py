@@ -1,0 +1,37 @@
+"""Route dependencies both services share: the database (`app.state.database`) and a
+session per request, for reading or for writing.
+
+They do no I/O, so they are `async def`: FastAPI runs a plain `def` one in the thread
+pool, and each such hop costs more than the work (creating a session touches no
+database; it connects on first use, in the route's thread).
+"""
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from atoll.platform.service.database import Database
+
+
+async def get_database(request: Request) -> Database:
+    database: Database = request.app.state.database
+    return database
+
+
+DatabaseDep = Annotated[Database, Depends(get_database)]
+
+
+async def read_session(database: DatabaseDep) -> AsyncIterator[Session]:
+    with database.reading() as session:
+        yield session
+
+
+async def write_session(database: DatabaseDep) -> AsyncIterator[Session]:
+    with database.writing() as session:
+        yield session
+
+
+ReadSession = Annotated[Session, Depends(read_session)]
+WriteSession = Annotated[Session, Depends(write_session)]
