@@ -15,6 +15,7 @@ from atoll.platform.core.events import (
     of_kind,
     parse_event,
 )
+from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.spec import GeoSpec, PolicyName
 
 # Lines as the writers before typed events wrote them.
@@ -75,7 +76,7 @@ def test_counters_a_policy_does_not_keep_are_left_out_of_the_line() -> None:
 
 @pytest.mark.parametrize("policy", get_args(PolicyName))
 def test_every_counter_of_every_geo_policy_has_a_field(policy: str) -> None:
-    stats = GeoSpec(policy=policy).build(0, 2, torch.zeros(4)).stats()  # type: ignore[arg-type]
+    stats = build_policy(GeoSpec(policy=policy), 0, 2, torch.zeros(4)).stats()  # type: ignore[arg-type]
     assert set(stats) <= set(GeoStats.model_fields)
 
 
