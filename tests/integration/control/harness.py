@@ -11,12 +11,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from support import IN_CI, require
 
 from atoll.platform.control.bus.connection import Bus
 from atoll.platform.control.bus.keys import BusKeys
+from atoll.platform.control.client import ControlClient
 from atoll.platform.control.local import LocalRedis
+from atoll.platform.control.schemas import JobOut
 from atoll.registry.scratch import postgres_reachable, postgres_schema
 
 # A small, quick geo job: 3 sites of the three-continents topology, on scikit-learn's
@@ -99,6 +102,25 @@ def wait_for(what: str, check: Callable[[], Any], timeout_s: float, poll_s: floa
             last_error = e
         time.sleep(poll_s)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what} ({last_error!r})")
+
+
+def site_clock(client: ControlClient, job_id: str, site: str) -> int:
+    """The site's clock. A job that ended before the test got what it waited for fails the
+    test at once (pytest.fail is not an Exception, so wait_for does not retry it)."""
+    job = client.job(job_id)
+    if job.state in ("failed", "cancelled"):
+        pytest.fail(f"job {job_id} {job.state}: {job.message}")
+    return next(s.clock for s in job.sites if s.site == site)
+
+
+def job_end(client: ControlClient, job_id: str, timeout_s: float) -> JobOut:
+    """The job once it has ended: completed, failed or cancelled."""
+    return wait_for(
+        f"job {job_id} to end",
+        lambda: (job := client.job(job_id)).state in ("completed", "failed", "cancelled") and job,
+        timeout_s,
+        poll_s=0.5,
+    )
 
 
 def log_events(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
