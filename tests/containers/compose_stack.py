@@ -166,10 +166,14 @@ class ComposeProject:
     def up(self, timeout_s: int = 600) -> None:
         """Every service started in dependency order and healthy (compose waits on each
         `depends_on: condition: service_healthy`, then on all with --wait)."""
-        self.compose(
-            "up", "--detach", "--no-build", "--wait", "--wait-timeout", str(timeout_s),
-            timeout_s=timeout_s + 60,
-        )  # fmt: skip
+        try:
+            self.compose(
+                "up", "--detach", "--no-build", "--wait", "--wait-timeout", str(timeout_s),
+                timeout_s=timeout_s + 60,
+            )  # fmt: skip
+        except AssertionError as e:
+            logs = self.compose("logs", "--no-color", "--tail", "15", timeout_s=60)
+            raise AssertionError(f"{e}\nthe services' last lines:\n{logs[-8000:]}") from None
 
     def down(self) -> None:
         self.compose("down", "--volumes")
