@@ -9,12 +9,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
 from atoll.localstack.deployment import LocalRedis
 from atoll.localstack.registry import postgres_schema
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
+from atoll.platform.control.client import ControlClient
+from atoll.platform.control.schemas import JobOut
 from atoll.platform.core.events import EventModel, of_kind
 from atoll.platform.core.runlog import read_events
 
@@ -92,6 +95,25 @@ def wait_for(what: str, check: Callable[[], Any], timeout_s: float, poll_s: floa
             last_error = e
         time.sleep(poll_s)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what} ({last_error!r})")
+
+
+def site_clock(client: ControlClient, job_id: str, site: str) -> int:
+    """The site's clock. A job that ended before the test got what it waited for fails the
+    test at once (pytest.fail is not an Exception, so wait_for does not retry it)."""
+    job = client.job(job_id)
+    if job.state in ("failed", "cancelled"):
+        pytest.fail(f"job {job_id} {job.state}: {job.message}")
+    return next(s.clock for s in job.sites if s.site == site)
+
+
+def job_end(client: ControlClient, job_id: str, timeout_s: float) -> JobOut:
+    """The job once it has ended: completed, failed or cancelled."""
+    return wait_for(
+        f"job {job_id} to end",
+        lambda: (job := client.job(job_id)).state in ("completed", "failed", "cancelled") and job,
+        timeout_s,
+        poll_s=0.5,
+    )
 
 
 E = TypeVar("E", bound=EventModel)

