@@ -137,7 +137,8 @@ def _stop(deployment: "LocalDeployment", console: Console) -> None:
         deployment.stop()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        for managed in [*deployment.agents.values(), deployment.control, deployment.registry]:
+        services = [deployment.web, deployment.control, deployment.registry]
+        for managed in [*deployment.agents.values(), *services]:
             if managed is not None:
                 managed.kill_group()
         if deployment.redis is not None and deployment.redis.managed is not None:

@@ -35,6 +35,7 @@ class Subscription:
     queue: asyncio.Queue[LiveEvent]
     missed: list[LiveEvent]  # published before it subscribed, after its Last-Event-ID
     resumed: bool  # False: the id it gave could not be resumed from (see `reset`)
+    start_id: str  # the last event published before it subscribed
 
 
 class Hub:
@@ -84,12 +85,18 @@ class Hub:
         entry = (asyncio.get_running_loop(), queue)
         with self._lock:  # atomically: what was missed, then everything after it
             missed, resumed = self._missed(last_event_id)
+            start_id = f"{self.epoch}:{self._seq}"
             self._subscribers.append(entry)
         try:
-            yield Subscription(queue, missed, resumed)
+            yield Subscription(queue, missed, resumed, start_id)
         finally:
             with self._lock:
                 self._subscribers.remove(entry)
+
+    def recent(self) -> list[LiveEvent]:
+        """The events kept for replay, oldest first."""
+        with self._lock:
+            return [event for _, event in self._recent]
 
     @property
     def last_id(self) -> str:
