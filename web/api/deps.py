@@ -132,6 +132,7 @@ def render(
 ) -> HTMLResponse:
     web = get_app(request)
     now = time.time()
+    partial = request.headers.get("hx-request") == "true"
     context = {
         "session": session,
         "may_write": bool(session and session.may_write),
@@ -139,7 +140,8 @@ def render(
         "csrf_field": CSRF_FIELD,
         "problems": web.backends.problems(),
         "upstream": web.upstream,
-        "flashes": web.flashes.take(session.id) if session else [],
+        # A partial refresh (htmx) leaves them for the page the person is going to.
+        "flashes": web.flashes.take(session.id) if session and not partial else [],
         "now": fmt.as_datetime(now),
         "path": request.url.path,
         **values,

@@ -58,6 +58,10 @@ def test_the_demo_completes_a_job_reports_it_and_leaves_nothing_running(
     stderr = (tmp_path / "stderr.log").read_text()
     assert process.returncode == 0, stderr[-3000:]
     assert "control plane: http://127.0.0.1:" in stderr
+    # The dashboard's address and a login for it come first, each on a line of its own.
+    first, second = stdout.splitlines()[:2]
+    assert first.startswith("dashboard: http://127.0.0.1:"), stdout[:300]
+    assert second.startswith("admin token: local-admin-"), stdout[:300]
     for site in ("virginia", "frankfurt", "singapore"):
         assert site in stdout
     assert "of what BSP would send" in stdout

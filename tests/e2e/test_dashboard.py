@@ -1,0 +1,277 @@
+"""Every flow of the dashboard, in chromium, against the real services (one stack for the
+module): log in; register a site and see its token once; drain and activate; submit a job
+from the form and watch it live to the end; cancel one; a viewer sees no write control
+and a forged write is refused; CSRF and Origin; the control plane stopped mid-session;
+every page checked by axe, walked with the keyboard, screenshotted at two sizes."""
+
+import re
+import time
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from e2e.browser import DESKTOP, PHONE, SHOTS, Offsite, log_in, new_context
+from playwright.sync_api import Browser, Page, expect
+
+from atoll.localstack.deployment import LocalDeployment, http_ready, wait_until
+from atoll.platform.control.client import ControlClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+LIVE_S = 120_000  # ms: how long a page may take to show a job's end
+JOB_FORM = {
+    "Dataset": "digits", "Partition": "iid", "Model": "mlp", "Batch per worker": "16",
+    "Clocks": "60", "Evaluate every": "20", "Evaluation samples": "200",
+}  # fmt: skip
+
+
+def csrf_of(page: Page) -> str:
+    return page.locator("input[name=csrf_token]").first.get_attribute("value") or ""
+
+
+def post_from_page(page: Page, path: str, fields: dict[str, str]) -> int:
+    """A POST the page's own script sends (same origin, with the session cookie)."""
+    return page.evaluate(
+        """async ([path, fields]) => {
+            const body = new URLSearchParams(fields);
+            const r = await fetch(path, {method: "POST", body, redirect: "manual"});
+            return r.status;
+        }""",
+        [path, fields],
+    )
+
+
+def control(stack: LocalDeployment) -> ControlClient:
+    return ControlClient(stack.control_url, stack.admin_token)
+
+
+def test_register_a_site_see_its_token_once_then_drain_and_activate(
+    admin: Page, stack: LocalDeployment
+) -> None:
+    page = admin
+    page.get_by_role("link", name="Sites", exact=True).click()
+    page.get_by_role("link", name="Register a site").click()
+    page.get_by_label("Name").fill("lab-e2e")
+    page.get_by_label("Region").fill("eu-west-1")
+    page.get_by_role("button", name="Register").click()
+    page.wait_for_url(f"{stack.web_url}/sites/lab-e2e")
+    token = page.locator("#secret-value").input_value()
+    assert token.startswith("atoll_") and len(token) > 30
+    page.reload()
+    assert token not in page.content()  # shown once
+    expect(page.locator("#secret-value")).to_have_count(0)
+
+    page.goto(f"{stack.web_url}/sites?q=lab-e2e")
+    expect(page.get_by_role("link", name="lab-e2e")).to_be_visible()
+    page.get_by_role("link", name="lab-e2e").click()
+    page.get_by_role("button", name="Drain").click()
+    expect(page.get_by_text("Site lab-e2e is now draining.")).to_be_visible()
+    with control(stack) as client:
+        assert client.site("lab-e2e").state == "draining"
+    page.get_by_role("button", name="Activate").click()
+    expect(page.get_by_text("Site lab-e2e is now active.")).to_be_visible()
+    with control(stack) as client:
+        assert client.site("lab-e2e").state == "active"
+    assert token not in page.content()
+
+
+def test_submit_a_job_from_the_form_and_watch_it_to_the_end_without_a_reload(
+    admin: Page, stack: LocalDeployment
+) -> None:
+    page = admin
+    page.goto(f"{stack.web_url}/jobs/new")
+    for label, value in JOB_FORM.items():
+        field = page.get_by_label(label, exact=True)
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+    page.get_by_label("Job name").fill("e2e-digits")
+    page.get_by_role("button", name="Submit the job").click()
+    page.wait_for_url(re.compile(r".*/jobs/[0-9a-f-]{36}$"))
+    page.evaluate("window.__samePage = true")  # gone if the page reloads
+    expect(page.locator("#live")).to_have_attribute("data-state", "live", timeout=15_000)
+    state = page.locator("#job-live .facts dd").first
+    expect(state).to_contain_text("running", timeout=LIVE_S)
+    expect(state).to_contain_text("completed", timeout=LIVE_S)
+    assert page.evaluate("window.__samePage") is True
+    expect(page.get_by_role("heading", name="Final table")).to_be_visible()
+    # The charts drew from the history and the live events.
+    assert page.locator(".uplot").count() == 4
+
+
+def test_a_bad_field_is_shown_next_to_it_and_nothing_is_submitted(
+    admin: Page, stack: LocalDeployment
+) -> None:
+    page = admin
+    with control(stack) as client:
+        before = client.jobs(limit=1).total
+    page.goto(f"{stack.web_url}/jobs/new")
+    page.get_by_label("Threshold (asp)").fill("-1")
+    page.get_by_label("Clocks").fill("many")
+    page.get_by_role("button", name="Submit the job").click()
+    expect(page.locator("#e-clocks")).to_contain_text("whole number")
+    page.get_by_label("Clocks").fill("10")
+    page.get_by_role("button", name="Submit the job").click()
+    expect(page.locator("#e-geo-threshold")).to_contain_text("greater than or equal to 0")
+    expect(page.get_by_label("Threshold (asp)")).to_have_attribute("aria-invalid", "true")
+    with control(stack) as client:
+        assert client.jobs(limit=1).total == before
+
+
+def test_cancel_a_job(admin: Page, stack: LocalDeployment) -> None:
+    page = admin
+    page.goto(f"{stack.web_url}/jobs/new")
+    page.get_by_label("Dataset", exact=True).select_option("digits")
+    page.get_by_label("Model", exact=True).select_option("mlp")
+    page.get_by_label("Clocks").fill("100000")
+    page.get_by_role("button", name="Submit the job").click()
+    page.wait_for_url(re.compile(r".*/jobs/[0-9a-f-]{36}$"))
+    job_id = page.url.rsplit("/", 1)[1]
+    page.get_by_role("button", name="Cancel the job").click()
+    expect(page.locator("#job-live .facts dd").first).to_contain_text("cancelled")
+    with control(stack) as client:
+        assert client.job(job_id).state == "cancelled"
+
+
+def test_a_viewer_sees_no_write_control_and_a_forged_write_is_refused(
+    viewer: Page, stack: LocalDeployment
+) -> None:
+    page = viewer
+    for path in ("/sites", "/sites/virginia", "/jobs", "/jobs/new", "/sites/new"):
+        page.goto(f"{stack.web_url}{path}")
+        for name in ("Drain", "Activate", "Register", "Submit the job", "Cancel the job"):
+            expect(page.get_by_role("button", name=name)).to_have_count(0)
+        expect(page.get_by_role("link", name="Register a site")).to_have_count(0)
+    page.goto(f"{stack.web_url}/sites/virginia")
+    with control(stack) as client:
+        before = client.site("virginia").state
+    status = post_from_page(page, "/sites/virginia/drain", {"csrf_token": csrf_of(page)})
+    assert status == 403
+    with control(stack) as client:
+        assert client.site("virginia").state == before == "active"
+
+
+def test_a_write_without_the_csrf_token_or_from_another_origin_is_refused(
+    admin: Page, stack: LocalDeployment
+) -> None:
+    page = admin
+    page.goto(f"{stack.web_url}/sites/frankfurt")
+    assert post_from_page(page, "/sites/frankfurt/drain", {}) == 403
+    assert post_from_page(page, "/sites/frankfurt/drain", {"csrf_token": "0" * 64}) == 403
+    forged = page.context.request.post(
+        f"{stack.web_url}/sites/frankfurt/drain",
+        form={"csrf_token": csrf_of(page)},
+        headers={"Origin": "http://127.0.0.2:9"},
+        max_redirects=0,
+    )
+    assert forged.status == 403  # with the session cookie, yet from another origin
+    with control(stack) as client:
+        assert client.site("frankfurt").state == "active"
+
+
+def test_a_session_that_ended_goes_to_login_then_back_to_the_page_asked_for(
+    browser: Browser, stack: LocalDeployment, offsite: Offsite
+) -> None:
+    context = new_context(browser, offsite)
+    page = context.new_page()
+    log_in(page, stack, stack.admin_token)
+    cookie = next(c for c in context.cookies() if c["name"] == "atoll_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert page.evaluate("document.cookie") == ""  # not readable by scripts
+    context.add_cookies([{**cookie, "value": cookie["value"][:-4] + "AAAA"}])  # tampered
+    page.goto(f"{stack.web_url}/jobs?state=completed")
+    expect(page.get_by_text("Your session has ended")).to_be_visible()
+    page.get_by_label("Token").fill(stack.admin_token)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{stack.web_url}/jobs?state=completed")
+    context.close()
+
+
+PAGES = [
+    "/", "/sites", "/sites?online=yes&sort=-region", "/sites/virginia", "/sites/new",
+    "/jobs", "/jobs/new", "/map", "/registry?site=virginia&k=2",
+]  # fmt: skip
+
+
+def serious(page: Page) -> list[str]:
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_every_page_passes_axe_walks_by_keyboard_fits_a_phone_and_is_screenshotted(
+    browser: Browser, stack: LocalDeployment, offsite: Offsite
+) -> None:
+    with control(stack) as client:
+        job = client.jobs(limit=1).jobs[0]
+    pages = [*PAGES, f"/jobs/{job.id}", f"/map?job={job.id}"]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    found: dict[str, list[str]] = {}
+    for viewport, size in ((DESKTOP, "1440x900"), (PHONE, "390x844")):
+        context = new_context(browser, offsite, viewport)
+        page = context.new_page()
+        log_in(page, stack, stack.admin_token)
+        for path in [*pages, "/login"]:
+            if path == "/login":
+                context.clear_cookies()
+            page.goto(f"{stack.web_url}{path}")
+            page.wait_for_load_state("networkidle") if path.startswith("/jobs/") else None
+            name = re.sub(r"[^a-z0-9]+", "-", path.strip("/").lower()).strip("-") or "overview"
+            page.screenshot(path=str(SHOTS / f"{name}-{size}.png"), full_page=True)
+            problems = serious(page)
+            if problems:
+                found[f"{path} at {size}"] = problems
+            if viewport is PHONE:
+                wide = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+                assert wide <= 0, f"{path} scrolls sideways at 390 px by {wide} px"
+            else:
+                walk_by_keyboard(page, path)
+        context.close()
+    assert not found, found
+
+
+def walk_by_keyboard(page: Page, path: str) -> None:
+    """Tab reaches the skip link first, then moves through the page's controls, each
+    visibly focused, never stuck."""
+    page.locator("body").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent").strip() == "Skip to content"
+    seen = []
+    for _ in range(25):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(
+            "(() => { const e = document.activeElement; const r = e.getBoundingClientRect();"
+            " return [e.tagName, e.textContent.trim().slice(0, 30) || e.name || e.id,"
+            " r.width > 0 && r.height > 0, getComputedStyle(e).outlineStyle]; })()"
+        )
+        if focused[0] == "BODY":
+            break
+        assert focused[2], f"{path}: focus went to an invisible element {focused}"
+        seen.append(f"{focused[0]}:{focused[1]}")
+    assert len(set(seen)) >= min(3, len(seen)), f"{path}: focus is stuck: {seen}"
+
+
+def test_the_control_plane_stopped_mid_session_shows_a_banner_and_recovers(
+    admin: Page, stack: LocalDeployment
+) -> None:
+    page = admin
+    page.goto(f"{stack.web_url}/sites")
+    expect(page.get_by_role("link", name="virginia")).to_be_visible()
+    assert stack.control is not None
+    stack.control.stop()
+    started = time.monotonic()
+    response = page.goto(f"{stack.web_url}/sites")
+    assert response is not None and response.status == 200  # never a 500
+    assert time.monotonic() - started < 10  # never hangs
+    expect(page.get_by_role("alert").filter(has_text="unreachable")).to_be_visible()
+    expect(page.get_by_text("Stale:")).to_be_visible()
+    expect(page.get_by_role("link", name="virginia")).to_be_visible()  # the last known list
+    expect(page.locator("#live")).not_to_have_attribute("data-state", "live", timeout=30_000)
+    stack.start_control()
+    wait_until("the dashboard to see it", http_ready(f"{stack.web_url}/readyz"), 60)
+    expect(page.locator("#live")).to_have_attribute("data-state", "live", timeout=60_000)
+    page.goto(f"{stack.web_url}/sites")
+    expect(page.get_by_text("Stale:")).to_have_count(0)
+    expect(page.get_by_role("alert").filter(has_text="unreachable")).to_have_count(0)
