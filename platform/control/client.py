@@ -146,7 +146,8 @@ class StreamEvent:
 
 def parse_events(lines: Iterable[str]) -> Iterator[StreamEvent]:
     """Server-sent events from the lines of a text/event-stream."""
-    name, data, event_id = "message", [], None
+    name, event_id = "message", None
+    data: list[str] = []
     for line in lines:
         if line.startswith(":"):
             if not data:

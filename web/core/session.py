@@ -111,7 +111,7 @@ class Sessions:
 def same_origin(origin: str | None, expected: str) -> bool:
     """A state-changing request must come from the dashboard's own pages: its Origin
     header equals the dashboard's origin (scheme, host and port). A missing one fails."""
-    return bool(origin) and origin.rstrip("/").lower() == expected.rstrip("/").lower()
+    return origin is not None and origin.rstrip("/").lower() == expected.rstrip("/").lower()
 
 
 def safe_next(target: str | None) -> str:

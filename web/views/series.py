@@ -41,11 +41,11 @@ def chart_data(job: JobOut, samples: Sequence[Sample], complete: bool) -> dict[s
     for sample in samples:
         if sample.site in by_site:
             by_site[sample.site].append(sample)
-    rows = []
+    rows: list[list[float | None]] = []
     for name, kept in by_site.items():
         for s in thin(kept, POINTS_PER_SITE):
             rows.append([s.time, index[name], s.clock, s.accuracy, s.wan_bytes, s.stall_s])
-    rows.sort(key=lambda r: r[0])
+    rows.sort(key=lambda r: r[0] or 0.0)
     clock = max((s.clock for s in job.sites), default=0)
     per_clock = job.bsp_wan_bytes / clock if job.bsp_wan_bytes and clock else None
     return {
