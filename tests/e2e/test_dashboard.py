@@ -237,6 +237,7 @@ def walk_by_keyboard(page: Page, path: str) -> None:
     """Tab reaches the skip link first, then moves through the page's controls, each
     visibly focused, never stuck."""
     page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.mouse.click(2, 2)  # where sequential focus starts: the top of the page
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent").strip() == "Skip to content"
     seen = []
@@ -267,12 +268,12 @@ def test_the_control_plane_stopped_mid_session_shows_a_banner_and_recovers(
     assert response is not None and response.status == 200  # never a 500
     assert time.monotonic() - started < 10  # never hangs
     expect(page.get_by_role("alert").filter(has_text="unreachable")).to_be_visible()
-    expect(page.get_by_text("Stale:")).to_be_visible()
+    expect(page.get_by_text("Stale:", exact=True)).to_be_visible()
     expect(page.get_by_role("link", name="virginia")).to_be_visible()  # the last known list
     expect(page.locator("#live")).not_to_have_attribute("data-state", "live", timeout=30_000)
     stack.start_control()
     wait_until("the dashboard to see it", http_ready(f"{stack.web_url}/readyz"), 60)
     expect(page.locator("#live")).to_have_attribute("data-state", "live", timeout=60_000)
     page.goto(f"{stack.web_url}/sites")
-    expect(page.get_by_text("Stale:")).to_have_count(0)
+    expect(page.get_by_text("Stale:", exact=True)).to_have_count(0)
     expect(page.get_by_role("alert").filter(has_text="unreachable")).to_have_count(0)

@@ -28,19 +28,7 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
     """Take a report into the tables; False when it was not newer than what they hold."""
     site = session.get(Site, status.site)
     if site is None:
-        site = Site(
-            name=status.site,
-            state=SiteStatus.active,
-            online=False,
-            geo_ports=0,
-            status_seq=0,
-            status_time=0.0,
-            duplicates=0,
-            first_seen_at=now,
-            last_seen_at=now,
-            updated_at=now,
-        )
-        session.add(site)
+        site = _new_site(session, status.site, None, now)
     elif not is_newer(site, status):
         return False
     site.agent_state = status.state
@@ -154,6 +142,11 @@ def declare(session: Session, name: str, region: str | None, now: datetime) -> S
     the rest."""
     if session.get(Site, name) is not None:
         return None
+    return _new_site(session, name, region, now)
+
+
+def _new_site(session: Session, name: str, region: str | None, now: datetime) -> Site:
+    """Active and offline until its heartbeat says otherwise."""
     site = Site(
         name=name,
         state=SiteStatus.active,
