@@ -44,6 +44,39 @@
     refresh();
   });
   document.body.addEventListener("htmx:sseError", function () { refresh(); });
+
+  // A live region swapped while the keyboard focus is inside it would drop the focus to
+  // the top of the page (htmx puts it back only on elements with an id): put it back on
+  // the same control in the new region, so a keyboard user keeps their place.
+  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  var kept = null;
+
+  function keyOf(e) {
+    var tag = e.tagName.toLowerCase();
+    var text = /^(a|button|summary)$/.test(tag) ? e.textContent.trim() : "";
+    return [tag, e.getAttribute("href") || e.getAttribute("name") || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby") || "", text].join("|");
+  }
+
+  function focusables(region) { return Array.prototype.slice.call(region.querySelectorAll(FOCUSABLE)); }
+
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    var region = event.detail.target;
+    var active = document.activeElement;
+    kept = null;
+    if (!region || !region.id || !active || active === document.body || active.id || !region.contains(active)) return;
+    kept = { region: region.id, index: focusables(region).indexOf(active), key: keyOf(active) };
+  });
+  document.body.addEventListener("htmx:afterSwap", function () {
+    var was = kept;
+    kept = null;
+    if (!was || (document.activeElement && document.activeElement !== document.body)) return;
+    var region = document.getElementById(was.region);
+    if (!region) return;
+    var all = focusables(region);
+    var same = all.filter(function (e) { return keyOf(e) === was.key; });
+    var back = all[was.index] && keyOf(all[was.index]) === was.key ? all[was.index] : same[0] || all[Math.min(was.index, all.length - 1)];
+    if (back) back.focus({ preventScroll: true });
+  });
   setInterval(refresh, 1000);
   refresh();
 })();

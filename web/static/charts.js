@@ -14,10 +14,6 @@
 
   function say(text) { if (status) status.textContent = text; }
 
-  function column(rows, site, field) {
-    return rows.filter(function (r) { return r[1] === site; });
-  }
-
   // Aligned data for uPlot: one x (time) for every row, each site's series null elsewhere.
   function aligned(field, extra) {
     var times = [];
@@ -59,13 +55,33 @@
     while (Math.abs(v) >= 1024 && u < IEC.length - 1) { v /= 1024; u++; }
     return (u ? v.toFixed(1) : v.toFixed(0)) + " " + IEC[u];
   }
+  // Byte axes step in powers of two (512 KiB, 1 MiB, 2 MiB...), which read as round in IEC.
+  var POWERS_OF_TWO = [];
+  for (var p = 0; p < 50; p++) POWERS_OF_TWO.push(Math.pow(2, p));
 
   var SPECS = {
     accuracy: { field: 3, label: "accuracy", value: function (u, v) { return v === null ? "–" : (v * 100).toFixed(1) + " %"; } },
-    wan: { field: 4, label: "bytes", value: function (u, v) { return iec(v); }, extras: [["all sites", totalLine], ["BSP would send", bspLine]] },
+    wan: { field: 4, label: "bytes", value: function (u, v) { return iec(v); }, incrs: POWERS_OF_TWO, extras: [["all sites", totalLine], ["BSP would send", bspLine]] },
     stall: { field: 5, label: "seconds", value: function (u, v) { return v === null ? "–" : v.toFixed(1) + " s"; } },
     clock: { field: 2, label: "clock", value: function (u, v) { return v === null ? "–" : String(v); } }
   };
+
+  // Times in UTC (as everywhere on the dashboard), as fine as the ticks are apart.
+  function utcTicks(u, ticks, axis, space, step) {
+    return ticks.map(function (t) {
+      var iso = new Date(t * 1000).toISOString(); // 2026-11-26T14:04:36.500Z
+      if (step >= 86400) return iso.slice(0, 10);
+      if (step >= 60) return iso.slice(11, 16);
+      return iso.slice(11, step >= 1 ? 19 : 21);
+    });
+  }
+
+  // Wide enough for the longest tick label ("488.3 KiB"), which uPlot does not measure.
+  function labelsWidth(u, values) {
+    var longest = 0;
+    (values || []).forEach(function (v) { longest = Math.max(longest, String(v).length); });
+    return 24 + 7 * Math.max(longest, 4);
+  }
 
   function build(name, box) {
     var spec = SPECS[name];
@@ -76,13 +92,42 @@
     (spec.extras || []).forEach(function (extra, j) {
       series.push({ label: extra[0], stroke: j ? "#6b7280" : "#111827", dash: [4, 4], width: 1.5, spanGaps: true, value: spec.value });
     });
+    var yAxis = { values: function (u, vals) { return vals.map(function (v) { return spec.value(u, v); }); }, size: labelsWidth };
+    if (spec.incrs) yAxis.incrs = spec.incrs;
     var opts = {
       width: Math.max(280, box.clientWidth), height: 220, series: series,
       scales: { x: { time: true } },
-      axes: [{}, { values: function (u, vals) { return vals.map(function (v) { return spec.value(u, v); }); }, size: 70 }],
-      legend: { live: true }
+      tzDate: function (t) { return uPlot.tzDate(new Date(t * 1000), "Etc/UTC"); },
+      axes: [{ values: utcTicks }, yAxis],
+      legend: { live: true },
+      hooks: { setSeries: [pressed] }
     };
-    return new uPlot(opts, dataFor(name), box);
+    var chart = new uPlot(opts, dataFor(name), box);
+    toggles(chart);
+    return chart;
+  }
+
+  // uPlot hides a series when its legend entry is clicked; a button in each entry lets
+  // the keyboard do it too (Enter or Space click it), and says whether it is shown.
+  function toggles(chart) {
+    chart.root.querySelectorAll(".u-legend .u-series").forEach(function (row, i) {
+      var label = row.querySelector(".u-label");
+      if (i === 0 || !label) return;
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "u-toggle";
+      button.textContent = label.textContent;
+      label.textContent = "";
+      label.appendChild(button);
+    });
+    pressed(chart);
+  }
+
+  function pressed(chart) {
+    chart.root.querySelectorAll(".u-legend .u-series").forEach(function (row, i) {
+      var button = row.querySelector(".u-toggle");
+      if (button) button.setAttribute("aria-pressed", String(chart.series[i].show));
+    });
   }
 
   function dataFor(name) {
@@ -134,7 +179,8 @@
           box.textContent = "";
           charts[name] = build(name, box);
         });
-        say(body.complete ? "Live: new points arrive as the sites report." : "Live; the charts start from the first samples kept for this page, and grow as the sites report.");
+        say((body.complete ? "Live: new points arrive as the sites report." : "Live; the charts start from the first samples kept for this page, and grow as the sites report.") +
+          " A series' name under a chart hides or shows it.");
       })
       .catch(function (e) { say("The charts could not load (" + e.message + "); the table above is current."); });
   }
