@@ -46,14 +46,20 @@ async def events(
         if last_event_id and not subscription.resumed:
             yield ServerSentEvent(event="reset", data={}, id=seen)
         yield heartbeat(seen)
+        beat_at = time.monotonic() + web.settings.heartbeat_s
         for event in subscription.missed:
             if wanted(event):
                 yield ServerSentEvent(event=event.kind, data=event.data, id=event.id)
         while True:
-            try:
-                event = await asyncio.wait_for(subscription.queue.get(), web.settings.heartbeat_s)
-            except TimeoutError:
+            # A heartbeat every heartbeat_s, also while events stream: the page counts the
+            # stream stale when they stop, whatever else arrives.
+            if (wait_s := beat_at - time.monotonic()) <= 0:
                 yield heartbeat(seen)
+                beat_at = time.monotonic() + web.settings.heartbeat_s
+                continue
+            try:
+                event = await asyncio.wait_for(subscription.queue.get(), wait_s)
+            except TimeoutError:
                 continue
             seen = event.id
             if wanted(event):
