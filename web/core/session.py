@@ -87,8 +87,9 @@ class Sessions:
 
     def touched(self, session: Session, now: float) -> Session | None:
         """The session with its last use moved to now, when its cookie is due to be
-        reissued; None when the cookie it came in is fresh enough."""
-        if now - session.used_at < REFRESH_S:
+        reissued; None when the cookie it came in is fresh enough. A short idle timeout
+        reissues it sooner, so that a session in use never idles out."""
+        if now - session.used_at < min(REFRESH_S, self.idle_s / 10):
             return None
         return Session(session.id, session.role, session.login_at, now)
 

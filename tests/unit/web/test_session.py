@@ -36,6 +36,15 @@ def test_idle_and_absolute_timeouts_and_logout() -> None:
     assert store.decode(cookie, 1011.0) is None
 
 
+def test_a_session_in_use_outlives_a_short_idle_timeout() -> None:
+    store = Sessions(SECRET, idle_s=5, max_s=3600)
+    session = store.new("admin", 1000.0)
+    for now in (1004.0, 1008.0, 1012.0):  # a request every 4 s
+        session = store.touched(session, now) or session
+        assert store.decode(store.encode(session), now + 4.5) is not None
+    assert store.touched(session, session.used_at + 0.1) is None  # not on every request
+
+
 def test_csrf_tokens_are_per_session() -> None:
     store = sessions()
     a, b = store.new("admin", 0.0), store.new("admin", 0.0)
