@@ -272,8 +272,14 @@ class LocalDeployment:
         return self.control
 
     def start_web(self) -> Managed:
+        self.web = self.dashboard(self.web_port, "web")
+        return self.web
+
+    def dashboard(self, port: int, name: str, settings: dict[str, str] | None = None) -> Managed:
+        """A dashboard over this deployment's services, once it answers; `settings` adds
+        or overrides its ATOLL_* environment. The caller stops it (start_web's is ours)."""
         argv = [
-            self.python, "-m", "atoll.cli", "web", "serve", "--port", str(self.web_port),
+            self.python, "-m", "atoll.cli", "web", "serve", "--port", str(port),
             "--no-access-log", "--log-level", "warning",
         ]  # fmt: skip
         env = {
@@ -282,10 +288,11 @@ class LocalDeployment:
             "ATOLL_ADMIN_TOKEN": self.admin_token,
             "ATOLL_VIEWER_TOKEN": self.viewer_token,
             "ATOLL_WEB_SECRET": self.web_secret,
+            **(settings or {}),
         }
-        self.web = Managed("dashboard", argv, env, self.root / "web.log").start()
-        wait_until("the dashboard", http_ready(f"{self.web_url}/healthz"), 60, self.web)
-        return self.web
+        web = Managed(f"dashboard ({name})", argv, env, self.root / f"{name}.log").start()
+        wait_until("the dashboard", http_ready(f"http://127.0.0.1:{port}/healthz"), 60, web)
+        return web
 
     def agent_config(self, name: str) -> Path:
         site = next(s for s in self.sites if s.name == name)

@@ -3,12 +3,11 @@ no browser of its own), against a real stack started here, one per module: Redis
 registry, the control plane, the dashboard and three edge agents (localstack). One
 browser for the whole session (pytest-playwright's)."""
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e.browser import CHROMIUM, CHROMIUM_ARGS, SITES, Offsite, log_in, new_context
+from e2e.browser import CHROMIUM, CHROMIUM_ARGS, SITES, Offsite, log_in, new_context, started
 from playwright.sync_api import Browser, Page
 from support import require
 
@@ -23,14 +22,9 @@ def browser_type_launch_args() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
-    require(shutil.which("redis-server") is not None, "redis-server (apt-get install redis-server)")
+    """The stack of a module: three sites, unless the module says otherwise."""
     root = tmp_path_factory.mktemp("dashboard-stack")
-    deployment = LocalDeployment(root, [AgentSpec(n, r) for n, r in SITES.items()])
-    try:
-        deployment.start()
-        yield deployment
-    finally:
-        deployment.stop()
+    yield from started(root, [AgentSpec(n, r) for n, r in SITES.items()])
 
 
 @pytest.fixture
@@ -42,19 +36,21 @@ def offsite() -> Iterator[Offsite]:
     )
 
 
-@pytest.fixture
-def admin(browser: Browser, stack: LocalDeployment, offsite: Offsite) -> Iterator[Page]:
+def logged_in(
+    browser: Browser, stack: LocalDeployment, offsite: Offsite, token: str
+) -> Iterator[Page]:
     context = new_context(browser, offsite)
     page = context.new_page()
-    log_in(page, stack, stack.admin_token)
+    log_in(page, stack, token)
     yield page
     context.close()
+
+
+@pytest.fixture
+def admin(browser: Browser, stack: LocalDeployment, offsite: Offsite) -> Iterator[Page]:
+    yield from logged_in(browser, stack, offsite, stack.admin_token)
 
 
 @pytest.fixture
 def viewer(browser: Browser, stack: LocalDeployment, offsite: Offsite) -> Iterator[Page]:
-    context = new_context(browser, offsite)
-    page = context.new_page()
-    log_in(page, stack, stack.viewer_token)
-    yield page
-    context.close()
+    yield from logged_in(browser, stack, offsite, stack.viewer_token)
