@@ -98,7 +98,7 @@
       width: Math.max(280, box.clientWidth), height: 220, series: series,
       scales: { x: { time: true } },
       tzDate: function (t) { return uPlot.tzDate(new Date(t * 1000), "Etc/UTC"); },
-      axes: [{ values: utcTicks }, yAxis],
+      axes: [{ values: utcTicks, space: 90 }, yAxis], // space: room for "14:29:18.1"
       legend: { live: true },
       hooks: { setSeries: [pressed] }
     };
@@ -169,6 +169,7 @@
   }
 
   function load() {
+    say("Loading the charts…");
     fetch(section.getAttribute("data-series"), { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
       .then(function (body) {
