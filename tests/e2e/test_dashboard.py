@@ -273,7 +273,7 @@ def test_a_live_update_leaves_the_keyboard_focus_where_it_was(
 
 PAGES = [
     "/", "/sites", "/sites?online=yes&sort=-region", "/sites/virginia", "/sites/new",
-    "/jobs", "/jobs/new", "/map", "/registry?site=virginia&k=2",
+    "/jobs", "/jobs/new", "/map", "/registry?site=virginia&k=2&window=2",
 ]  # fmt: skip
 
 
@@ -291,6 +291,11 @@ def test_without_javascript_every_page_renders_and_the_forms_work(
     page.get_by_label("Clocks", exact=True).fill("many")
     page.get_by_role("button", name="Submit the job", exact=True).click()
     expect(page.locator("#e-clocks")).to_contain_text("whole number")
+    page.goto(f"{stack.web_url}/registry?site=virginia&k=2&window=2")
+    expect(page.get_by_text("seen within 2 min 0 s")).to_be_visible()
+    page.get_by_label("Seen within (minutes)").fill("-1")
+    page.get_by_role("button", name="Find neighbours").click()
+    expect(page.locator("#window-error")).to_contain_text("a number of minutes above 0")
     for path in PAGES:
         response = page.goto(f"{stack.web_url}{path}")
         assert response is not None and response.status == 200, path

@@ -84,7 +84,8 @@ def test_the_demo_completes_a_job_keeps_the_stack_then_stops_it_all(
         head = process.stdout.readline() + process.stdout.readline()
         dashboard_lists_the_sites(head)
         process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=120)
+        process.wait(timeout=120)
+        rest = process.stdout.read()  # not communicate(): it would skip what readline buffered
     finally:
         if process.poll() is None:
             process.kill()

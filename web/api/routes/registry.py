@@ -1,5 +1,5 @@
-"""The registry: the neighbours of any site (k of them, among the sites seen within the
-registry's liveness window) and model lineage."""
+"""The registry: the neighbours of any site (k of them, among the sites seen within a
+window: the registry's liveness window, or one asked for) and model lineage."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -10,6 +10,7 @@ from atoll.web.backends import Fetched
 
 router = APIRouter()
 MAX_K = 100
+MAX_WINDOW_MIN = 366 * 24 * 60  # what the registry accepts
 
 
 @router.get("/registry", response_class=HTMLResponse)
@@ -19,6 +20,7 @@ def registry_page(
     session: SessionDep,
     site: str = "",
     k: str = "5",
+    window: str = "",
     model: str = "",
 ) -> HTMLResponse:
     registry, client = web.backends.registry, web.backends.registry_client
@@ -30,6 +32,15 @@ def registry_page(
     except ValueError:
         errors["k"] = f"must be a whole number from 1 to {MAX_K}"
         count = 5
+    window_s = None
+    if window.strip():
+        try:
+            minutes = float(window)
+            if not 0 < minutes <= MAX_WINDOW_MIN:
+                raise ValueError
+            window_s = minutes * 60
+        except ValueError:
+            errors["window"] = f"must be a number of minutes above 0, at most {MAX_WINDOW_MIN}"
     site = site.strip()
     neighbours = None
     if site and not errors:
@@ -43,7 +54,8 @@ def registry_page(
             site_id = found.value.id
             try:
                 neighbours = registry.fetch(
-                    f"neighbours:{site_id}:{count}", lambda: client.neighbours(site_id, k=count)
+                    f"neighbours:{site_id}:{count}:{window_s}",
+                    lambda: client.neighbours(site_id, k=count, window_s=window_s),
                 )
             except ServiceError as e:
                 errors["site"] = e.problems[0].problem if e.problems else str(e)
@@ -61,6 +73,7 @@ def registry_page(
         site=site,
         k=count,
         k_text=k,
+        window_text=window,
         errors=errors,
         neighbours=neighbours,
         models=models,
