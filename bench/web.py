@@ -12,6 +12,7 @@ ATOLL_CHROMIUM, and Playwright are there)."""
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import threading
 import time
@@ -181,7 +182,8 @@ class JobPage:
 
 def run(sites: int, jobs: int, repeat: int, events: int, out: Path) -> None:
     console = Console(stderr=True)
-    root = out.parent / "web-stack"
+    root = out.parent / "web-stack"  # fresh each run: its databases would hold the last run's
+    shutil.rmtree(root, ignore_errors=True)
     deployment = LocalDeployment(root, [])
     try:
         with console.status("starting the services"):
