@@ -47,6 +47,7 @@ COPY bench/ bench/
 COPY registry/ registry/
 COPY edge/ edge/
 COPY localstack/ localstack/
+COPY web/ web/
 # Atoll itself as a wheel, installed in the image's last layers: a change of code rebuilds
 # only those, not the gigabyte of dependencies.
 RUN if [ -n "${WHEELS}" ]; then export PIP_NO_INDEX=1 PIP_FIND_LINKS="${WHEELS}"; fi \

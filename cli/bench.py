@@ -93,3 +93,18 @@ def registry(
         workers,
         out,
     )
+
+
+@app.command("web")
+def web(
+    sites: Annotated[int, typer.Option(min=1, help="Sites declared in the control plane.")] = 1000,
+    jobs: Annotated[int, typer.Option(min=1, help="Jobs submitted.")] = 200,
+    repeat: Annotated[int, typer.Option(min=5, help="Requests timed per page.")] = 40,
+    events: Annotated[int, typer.Option(min=5, help="Telemetry events timed.")] = 40,
+    out: Annotated[Path, typer.Option()] = Path("bench/results/web.json"),
+) -> None:
+    """The dashboard: p95 render time of its pages with many sites and jobs, and the time
+    from a telemetry sample on the bus to the dashboard's event stream."""
+    from atoll.bench import web as scenario
+
+    scenario.run(sites, jobs, repeat, events, out)

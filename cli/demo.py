@@ -41,6 +41,13 @@ def demo(
         float, typer.Option(min=0, help="asp: significance threshold (0.05 = 5%).")
     ] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the model, the data split and order.")] = 0,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            help="Keep everything running after the job, until Ctrl-C: look around "
+            "in the dashboard."
+        ),
+    ] = False,
 ) -> None:
     """Everything on this machine: Redis, the registry, the control plane and three edge
     agents joined by emulated WAN links (Virginia, Frankfurt, Singapore); one ASP job on
@@ -77,10 +84,15 @@ def demo(
         seed=seed,
     )
     started = time.monotonic()
-    interrupted = False
+    interrupted = finished = False
     try:
-        with console.status("starting Redis, the registry, the control plane, 3 edge agents"):
+        with console.status(
+            "starting Redis, the registry, the control plane, the dashboard, 3 edge agents"
+        ):
             deployment.start()
+        # First, each on a line of its own: where to look, and how to log in.
+        print(f"dashboard: {deployment.web_url}", flush=True)
+        print(f"admin token: {deployment.admin_token}", flush=True)
         console.print(
             f"control plane: [bold]{deployment.control_url}[/] (API at /docs, live events at "
             f"/v1/events); try `ATOLL_CONTROL_URL={deployment.control_url} atoll control sites`"
@@ -90,17 +102,26 @@ def demo(
             job = _follow(client, job, deployment.control_url, started, console)
             samples = _history(client, job.id)
         wall_s = time.monotonic() - started
+        record = job_record(job, wall_s)
+        plots = plot_job(job, samples, out)
+        write_json(out / "summary.json", {**record, "plots": [str(p) for p in plots]})
+        Console().print(_results(job, wall_s, plots))
+        finished = True
+        if keep:
+            console.print(
+                f"everything keeps running: the dashboard at {deployment.web_url} (a read-only "
+                f"login: {deployment.viewer_token}); Ctrl-C stops it all"
+            )
+            while True:
+                time.sleep(3600)
     except KeyboardInterrupt:
-        interrupted = True
-        console.print("interrupted: stopping every process the demo started")
+        if not finished:
+            interrupted = True
+            console.print("interrupted: stopping every process the demo started")
     finally:
         _stop(deployment, console)
     if interrupted:
         sys.exit(130)
-    record = job_record(job, wall_s)
-    plots = plot_job(job, samples, out)
-    write_json(out / "summary.json", {**record, "plots": [str(p) for p in plots]})
-    Console().print(_results(job, wall_s, plots))
     if job.state != "completed":
         raise typer.Exit(1)
 
@@ -137,7 +158,8 @@ def _stop(deployment: "LocalDeployment", console: Console) -> None:
         deployment.stop()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        for managed in [*deployment.agents.values(), deployment.control, deployment.registry]:
+        services = [deployment.web, deployment.control, deployment.registry]
+        for managed in [*deployment.agents.values(), *services]:
             if managed is not None:
                 managed.kill_group()
         if deployment.redis is not None and deployment.redis.managed is not None:

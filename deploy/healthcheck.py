@@ -7,6 +7,7 @@ The role is read from the service's command line, found among the container's pr
 - `registry serve`, `control serve`: GET /readyz on the port the service listens on.
   200 means the database answers with its schema current (and, for the control plane,
   Redis answers too): what a service that depends on it needs, not merely a live process.
+- `web serve` (the dashboard): GET /readyz, 200 when the control plane answers it.
 - `edge run`: the agent has no HTTP port; its heartbeat is its liveness. Healthy while
   the site's liveness key is set in Redis, that is, while the control plane would show
   the site online (the key lapses two heartbeats after the last beat).
@@ -29,8 +30,8 @@ MODULE_PREFIX: dict[str, list[str]] = {
     "atoll.registry": ["registry"],
     "atoll.edge": ["edge"],
 }
-DEFAULT_PORT = {"registry": 8700, "control": 8800}
-SERVICES = (("registry", "serve"), ("control", "serve"), ("edge", "run"))
+DEFAULT_PORT = {"registry": 8700, "control": 8800, "web": 8900}
+SERVICES = (("registry", "serve"), ("control", "serve"), ("web", "serve"), ("edge", "run"))
 TIMEOUT_S = 5.0
 
 
@@ -52,7 +53,8 @@ def atoll_args(argv: Sequence[str]) -> list[str] | None:
 
 
 def service_of(args: Sequence[str]) -> tuple[str, str] | None:
-    """("registry", "serve"), ("control", "serve") or ("edge", "run"), or None."""
+    """("registry", "serve"), ("control", "serve"), ("web", "serve") or ("edge", "run"), or
+    None."""
     if len(args) >= 2 and (args[0], args[1]) in SERVICES:
         return args[0], args[1]
     return None

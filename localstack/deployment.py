@@ -191,6 +191,12 @@ class LocalDeployment:
     agents: dict[str, Managed] = field(default_factory=dict)
     control_port: int = field(default_factory=free_port)
     registry_port: int = field(default_factory=free_port)
+    # The dashboard: a login token of its own kind (viewer, read-only) besides the admin's.
+    web: Managed | None = None
+    web_port: int = field(default_factory=free_port)
+    viewer_token: str = field(default_factory=lambda: "local-viewer-" + secrets.token_hex(16))
+    web_secret: str = field(default_factory=lambda: secrets.token_hex(32))
+    with_web: bool = True
 
     @property
     def control_url(self) -> str:
@@ -199,6 +205,10 @@ class LocalDeployment:
     @property
     def registry_url(self) -> str:
         return f"http://127.0.0.1:{self.registry_port}"
+
+    @property
+    def web_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
 
     @property
     def bus_url(self) -> str:
@@ -215,6 +225,8 @@ class LocalDeployment:
             self.redis = LocalRedis(self.root / "redis").start()
         self.start_registry()
         self.start_control()
+        if self.with_web:
+            self.start_web()
         for site in self.sites:
             self.start_agent(site.name)
         self.wait_online([s.name for s in self.sites])
@@ -259,6 +271,29 @@ class LocalDeployment:
         wait_until("the control plane", http_ready(f"{self.control_url}/readyz"), 120, self.control)
         return self.control
 
+    def start_web(self) -> Managed:
+        self.web = self.dashboard(self.web_port, "web")
+        return self.web
+
+    def dashboard(self, port: int, name: str, settings: dict[str, str] | None = None) -> Managed:
+        """A dashboard over this deployment's services, once it answers; `settings` adds
+        or overrides its ATOLL_* environment. The caller stops it (start_web's is ours)."""
+        argv = [
+            self.python, "-m", "atoll.cli", "web", "serve", "--port", str(port),
+            "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
+        env = {
+            "ATOLL_CONTROL_URL": self.control_url,
+            "ATOLL_REGISTRY_URL": self.registry_url,
+            "ATOLL_ADMIN_TOKEN": self.admin_token,
+            "ATOLL_VIEWER_TOKEN": self.viewer_token,
+            "ATOLL_WEB_SECRET": self.web_secret,
+            **(settings or {}),
+        }
+        web = Managed(f"dashboard ({name})", argv, env, self.root / f"{name}.log").start()
+        wait_until("the dashboard", http_ready(f"http://127.0.0.1:{port}/healthz"), 60, web)
+        return web
+
     def agent_config(self, name: str) -> Path:
         site = next(s for s in self.sites if s.name == name)
         folder = self.root / "edge" / name
@@ -296,7 +331,7 @@ class LocalDeployment:
             agent.signal(signal.SIGTERM)
         for agent in self.agents.values():
             agent.stop(_STOP_S)
-        for service in (self.control, self.registry):
+        for service in (self.web, self.control, self.registry):
             if service is not None:
                 service.stop()
         if self.redis is not None:

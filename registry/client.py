@@ -145,8 +145,12 @@ class RegistryClient(ServiceClient):
 
     # Neighbours
 
-    def neighbours(self, site_id: UUID | str, k: int = 5) -> NeighbourList:
-        return self._call(NeighbourList, "GET", f"/v1/sites/{site_id}/neighbours", params={"k": k})
+    def neighbours(
+        self, site_id: UUID | str, k: int = 5, window_s: float | None = None
+    ) -> NeighbourList:
+        """Among the sites seen within `window_s` (None: the registry's liveness window)."""
+        params: dict[str, float] = {"k": k, **({"window_s": window_s} if window_s else {})}
+        return self._call(NeighbourList, "GET", f"/v1/sites/{site_id}/neighbours", params=params)
 
     def neighbours_for_priors(
         self,

@@ -199,6 +199,12 @@ class PageQuery(Request):
 
 class NeighbourParams(Request):
     k: int = Field(5, ge=1, le=100_000, description="How many neighbours.")
+    window_s: float | None = Field(
+        None,
+        gt=0,
+        le=366 * 86400,
+        description="Candidates seen within this many seconds (default: the liveness window).",
+    )
 
 
 class NeighbourQuery(Request):

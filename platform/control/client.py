@@ -5,8 +5,11 @@ resent only when it cannot have arrived, so a job is never submitted twice.
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
+
+import httpx
 
 from atoll.platform.control.core.config import DEFAULT_PORT
 from atoll.platform.control.schemas import (
@@ -50,9 +53,11 @@ class ControlClient(ServiceClient):
         body = {"spec": spec, "tls": tls, **({"name": name} if name else {})}
         return self._call(JobOut, "POST", "/v1/jobs", json=body, idempotent=False)
 
-    def jobs(self, state: str | None = None, limit: int = 50) -> JobPage:
-        params = {"limit": limit, **({"state": state} if state else {})}
-        return self._call(JobPage, "GET", "/v1/jobs", params=params)
+    def jobs(
+        self, state: str | None = None, limit: int = 50, offset: int = 0, sort: str | None = None
+    ) -> JobPage:
+        params = {"limit": limit, "offset": offset, "state": state, "sort": sort}
+        return self._call(JobPage, "GET", "/v1/jobs", params=_given(params))
 
     def job(self, job_id: str) -> JobOut:
         return self._call(JobOut, "GET", f"/v1/jobs/{job_id}")
@@ -72,8 +77,20 @@ class ControlClient(ServiceClient):
 
     # sites
 
-    def sites(self) -> SiteList:
-        return self._call(SiteList, "GET", "/v1/sites")
+    def sites(
+        self,
+        limit: int = 1000,
+        offset: int = 0,
+        sort: str | None = None,
+        **filters: str | bool | None,
+    ) -> SiteList:
+        """Filters: state, region, online, name (a part of it)."""
+        params = _given({"limit": limit, "offset": offset, "sort": sort, **filters})
+        return self._call(SiteList, "GET", "/v1/sites", params=params)
+
+    def declare_site(self, name: str, region: str | None = None) -> SiteOut:
+        body = _given({"name": name, "region": region})
+        return self._call(SiteOut, "POST", "/v1/sites", json=body)
 
     def site(self, name: str) -> SiteOut:
         return self._call(SiteOut, "GET", f"/v1/sites/{name}")
@@ -95,14 +112,56 @@ class ControlClient(ServiceClient):
 
     def events(self, job_id: str | None = None) -> Iterator[tuple[str, Any]]:
         """(event name, data) as the server sends them, until the connection ends."""
+        for event in self.event_stream(job_id, timeout_s=None):
+            if event.name != "heartbeat":
+                yield event.name, event.data
+
+    def event_stream(
+        self,
+        job_id: str | None = None,
+        last_event_id: str | None = None,
+        timeout_s: float | None = 30.0,
+    ) -> Iterator["StreamEvent"]:
+        """Every event with its id, and a `heartbeat` for each heartbeat comment, until the
+        connection ends. `last_event_id` resumes after that event; `timeout_s` is how long
+        a silent stream (no event, no heartbeat) is waited on before it counts as lost."""
         params = {"job_id": job_id} if job_id else {}
-        with self._http.stream("GET", "/v1/events", params=params, timeout=None) as response:
-            name, data = "message", []
-            for line in response.iter_lines():
-                if line.startswith("event:"):
-                    name = line[6:].strip()
-                elif line.startswith("data:"):
-                    data.append(line[5:].strip())
-                elif not line and data:
-                    yield name, json.loads("\n".join(data))
-                    name, data = "message", []
+        headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+        timeout = httpx.Timeout(5.0, read=timeout_s)
+        with self._http.stream(
+            "GET", "/v1/events", params=params, headers=headers, timeout=timeout
+        ) as response:
+            if response.is_error:
+                response.read()
+                raise self._error_from(response)
+            yield from parse_events(response.iter_lines())
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    name: str  # telemetry, job, site, reset; heartbeat for a heartbeat comment
+    data: Any
+    id: str | None
+
+
+def parse_events(lines: Iterable[str]) -> Iterator[StreamEvent]:
+    """Server-sent events from the lines of a text/event-stream."""
+    name, event_id = "message", None
+    data: list[str] = []
+    for line in lines:
+        if line.startswith(":"):
+            if not data:
+                yield StreamEvent("heartbeat", None, None)
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif not line and data:
+            yield StreamEvent(name, json.loads("\n".join(data)), event_id)
+            name, data, event_id = "message", [], None
+
+
+def _given(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}

@@ -19,7 +19,6 @@ from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.delivery import Delivery, DeliveryPolicy
-from atoll.platform.control.hub import Hub, LiveEvent
 from atoll.platform.control.lifecycle import (
     TERMINAL_JOB,
     SiteView,
@@ -33,6 +32,7 @@ from atoll.platform.control.scheduler import PendingJob, SiteSlot, schedule
 from atoll.platform.control.states import JobState, SiteState
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.database import Database
+from atoll.platform.service.live import Hub, LiveEvent
 from atoll.platform.service.sql import utcnow
 
 log = logging.getLogger("atoll.control")

@@ -9,8 +9,8 @@ from atoll.platform.bus.keys import CONTROL_CONSUMER
 from atoll.platform.bus.messages import Telemetry
 from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.crud import telemetry as telemetry_store
-from atoll.platform.control.hub import Hub, LiveEvent
 from atoll.platform.service.database import Database
+from atoll.platform.service.live import Hub, LiveEvent
 from atoll.platform.service.sql import utcnow
 
 log = logging.getLogger("atoll.control")

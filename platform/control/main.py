@@ -15,11 +15,11 @@ from fastapi import FastAPI
 from atoll.platform.control.api.main import api_router
 from atoll.platform.control.api.routes import health
 from atoll.platform.control.core.config import ControlSettings, control_settings
-from atoll.platform.control.hub import Hub
 from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.service import ControlService
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import install_error_handlers
+from atoll.platform.service.live import Hub
 from atoll.platform.service.server import StartupRefused, startup_problem
 
 

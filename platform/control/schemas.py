@@ -66,6 +66,7 @@ class JobOut(BaseModel):
 class JobPage(BaseModel):
     jobs: list[JobOut]
     next_before: datetime | None = Field(description="pass as `before` for the next page")
+    total: int = Field(description="how many jobs match, on every page")
 
 
 class SiteOut(BaseModel):
@@ -80,12 +81,26 @@ class SiteOut(BaseModel):
     job: str | None = Field(description="the job it is running, if any")
     version: str | None
     duplicates: int = Field(description="commands delivered to it again and not re-applied")
-    first_seen_at: datetime
+    joined: bool = Field(description="its agent has reported at least once")
+    first_seen_at: datetime = Field(description="when it joined, or was declared")
     last_seen_at: datetime
 
 
 class SiteList(BaseModel):
     sites: list[SiteOut]
+    total: int = Field(description="how many sites match, on every page")
+
+
+class SiteDeclare(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$"),
+    ] = Field(description="The name its agent will join as (its site.yaml `name`).")
+    region: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = Field(
+        None, description="Where it is, until its agent reports its own."
+    )
 
 
 class CommandOut(BaseModel):

@@ -13,9 +13,9 @@ from atoll.platform.bus.connection import Bus, BusDown, keep_trying
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.dispatcher import Dispatcher
-from atoll.platform.control.hub import Hub
 from atoll.platform.control.listeners import StatusListener, TelemetryListener
 from atoll.platform.service.database import Database
+from atoll.platform.service.live import Hub
 
 log = logging.getLogger("atoll.control")
 

@@ -58,6 +58,23 @@ def run_server(
         # Worker processes share their counters through files here (prometheus_client's
         # multiprocess mode), so /metrics adds up every worker whichever one answers.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="atoll-metrics-")
+    serve_app(
+        app_factory, host=host, port=port, workers=workers, log_level=log_level,
+        access_log=access_log,
+    )  # fmt: skip
+
+
+def serve_app(
+    app_factory: str,
+    *,
+    host: str,
+    port: int,
+    log_level: str = "info",
+    access_log: bool = True,
+    workers: int = 1,
+) -> None:
+    """Serve the app `app_factory` ("module:function") makes with uvicorn, until stopped:
+    every Atoll HTTP service (the registry, the control plane, the dashboard) runs here."""
     uvicorn.run(
         app_factory,
         factory=True,

@@ -7,9 +7,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPBearer
 
 from atoll.platform.control.core.config import ControlSettings
-from atoll.platform.control.hub import Hub
 from atoll.platform.control.service import ControlService
 from atoll.platform.service.errors import Unauthorized
+from atoll.platform.service.live import Hub
 from atoll.platform.service.security import bearer_token, hash_token, matches_any
 
 _bearer = HTTPBearer(auto_error=False, description="An admin token (ATOLL_ADMIN_TOKEN).")

@@ -31,6 +31,9 @@ class ControlSettings(ServiceSettings):
         "long, no longer holds up the end of its job once the others are done",
     )
     tick_s: float = Field(0.25, gt=0, description="how often liveness and jobs are looked at")
+    events_heartbeat_s: float = Field(
+        5.0, gt=0, description="/v1/events sends a heartbeat when quiet this long"
+    )
 
 
 def control_settings() -> ControlSettings:

@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from atoll.platform.control.lifecycle import TERMINAL_JOB, TERMINAL_SITE
@@ -79,6 +79,19 @@ def list_jobs(
     if before is not None:
         query = query.where(Job.submitted_at < before)
     return list(session.scalars(query))
+
+
+def page_jobs(
+    session: Session, state: JobState | None, limit: int, offset: int, oldest_first: bool = False
+) -> tuple[list[Job], int]:
+    """One page of jobs by submission time (newest first unless `oldest_first`), and how
+    many there are in all."""
+    when = Job.submitted_at.asc() if oldest_first else Job.submitted_at.desc()
+    tie = Job.id.asc() if oldest_first else Job.id.desc()
+    conditions = [Job.state == state] if state is not None else []
+    query = select(Job).where(*conditions).order_by(when, tie).limit(limit).offset(offset)
+    total = session.scalar(select(func.count()).select_from(Job).where(*conditions)) or 0
+    return list(session.scalars(query)), total
 
 
 def jobs_in(session: Session, states: Sequence[str]) -> list[Job]:

@@ -6,9 +6,10 @@ in time when Redis delivers a report twice or late.
 """
 
 from datetime import datetime
+from typing import Literal
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from atoll.platform.bus.messages import AgentStatus
 from atoll.platform.control.models import Command, JobSite, Site
@@ -27,19 +28,7 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
     """Take a report into the tables; False when it was not newer than what they hold."""
     site = session.get(Site, status.site)
     if site is None:
-        site = Site(
-            name=status.site,
-            state=SiteStatus.active,
-            online=False,
-            geo_ports=0,
-            status_seq=0,
-            status_time=0.0,
-            duplicates=0,
-            first_seen_at=now,
-            last_seen_at=now,
-            updated_at=now,
-        )
-        session.add(site)
+        site = _new_site(session, status.site, None, now)
     elif not is_newer(site, status):
         return False
     site.agent_state = status.state
@@ -102,6 +91,77 @@ def list_sites(session: Session, include_removed: bool = True) -> list[Site]:
     if not include_removed:
         query = query.where(Site.state != SiteStatus.removed)
     return list(session.scalars(query))
+
+
+SiteSort = Literal["name", "region", "state", "online", "last_seen"]
+_SORT_COLUMNS: dict[str, InstrumentedAttribute] = {
+    "name": Site.name,
+    "region": Site.region,
+    "state": Site.state,
+    "online": Site.online,
+    "last_seen": Site.last_seen_at,
+}
+
+
+def page_sites(
+    session: Session,
+    *,
+    state: SiteStatus | None = None,
+    region: str | None = None,
+    online: bool | None = None,
+    name_contains: str | None = None,
+    sort: SiteSort = "name",
+    descending: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[Site], int]:
+    """One page of the sites that match, in the order asked (then by name), and how many
+    match in all: the database pages, sorts and counts, never the caller."""
+    conditions: list[ColumnElement[bool]] = []
+    if state is not None:
+        conditions.append(Site.state == state)
+    if region is not None:
+        conditions.append(Site.region == region)
+    if online is not None:
+        conditions.append(Site.online.is_(online))
+    if name_contains:
+        escaped = name_contains.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        conditions.append(Site.name.like(f"%{escaped}%", escape="\\"))
+    column = _SORT_COLUMNS[sort]
+    order = [column.desc() if descending else column.asc()]
+    if sort != "name":
+        order.append(Site.name.asc())
+    query = select(Site).where(*conditions).order_by(*order).limit(limit).offset(offset)
+    total = session.scalar(select(func.count()).select_from(Site).where(*conditions)) or 0
+    return list(session.scalars(query)), total
+
+
+def declare(session: Session, name: str, region: str | None, now: datetime) -> Site | None:
+    """A site an operator expects before its agent first joins (None if one is known by
+    that name). It can be drained or removed at once; its agent's first report fills in
+    the rest."""
+    if session.get(Site, name) is not None:
+        return None
+    return _new_site(session, name, region, now)
+
+
+def _new_site(session: Session, name: str, region: str | None, now: datetime) -> Site:
+    """Active and offline until its heartbeat says otherwise."""
+    site = Site(
+        name=name,
+        state=SiteStatus.active,
+        online=False,
+        region=region,
+        geo_ports=0,
+        status_seq=0,
+        status_time=0.0,
+        duplicates=0,
+        first_seen_at=now,
+        last_seen_at=now,
+        updated_at=now,
+    )
+    session.add(site)
+    return site
 
 
 def set_online(session: Session, name: str, online: bool, at: datetime | None = None) -> None:

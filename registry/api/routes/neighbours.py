@@ -35,13 +35,13 @@ def site_neighbours(
     cache: CandidateCacheDep,
 ) -> NeighbourList:
     """Ranks by Jensen-Shannon divergence between the site's latest priors and each
-    candidate's. Candidates: other registered sites, seen within the liveness window,
-    whose latest report has the same model signature. 409 if the site never reported."""
+    candidate's. Candidates: other registered sites, seen within `window_s` (by default
+    the liveness window), whose latest report has the same model signature. 409 if the
+    site never reported."""
     limit = _checked_k(params.k, settings.max_neighbours, "query")
+    window_s = params.window_s or settings.liveness_window_s
     with database.reader.connect() as conn:
-        return neighbours.neighbours_of_site(
-            conn, str(site_id), limit, now, settings.liveness_window_s, cache
-        )
+        return neighbours.neighbours_of_site(conn, str(site_id), limit, now, window_s, cache)
 
 
 @router.post("/neighbours", responses=errors(413), summary="Neighbours for given priors")

@@ -1,14 +1,17 @@
 """`atoll demo` as a newcomer runs it: everything starts, one job completes, the table and
-the record come out, and no process outlives the command, also after a Ctrl-C."""
+the record come out, the dashboard it prints lets its token in (`--keep`), and no process
+outlives the command, after the job or after a Ctrl-C."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -49,15 +52,51 @@ def wait_gone(text: str, timeout_s: float = 10) -> list[str]:
     return left
 
 
-def test_the_demo_completes_a_job_reports_it_and_leaves_nothing_running(
+def wait_for(log: Path, text: str, process: subprocess.Popen[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in log.read_text():
+        assert process.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"the demo never said {text!r}"
+        time.sleep(0.2)
+
+
+def dashboard_lists_the_sites(stdout_head: str) -> None:
+    """Log in to the printed dashboard with the printed token, as a person would."""
+    printed = dict(re.findall(r"^(dashboard|admin token): (\S+)$", stdout_head, re.MULTILINE))
+    url, token = printed["dashboard"], printed["admin token"]
+    with httpx.Client(base_url=url, timeout=10) as browser:
+        login = browser.post("/login", data={"token": token}, headers={"Origin": url})
+        assert login.status_code == 303, login.text[:500]
+        sites = browser.get("/sites")
+        assert sites.status_code == 200 and "virginia" in sites.text
+
+
+def test_the_demo_completes_a_job_keeps_the_stack_then_stops_it_all(
     tmp_path: Path, fashion_mnist: Path
 ) -> None:
+    """`--keep`: after the job, everything runs (log in to the dashboard) until Ctrl-C."""
     out = tmp_path / "demo"
-    process = demo(out, tmp_path / "stderr.log", "--clocks", "30")
-    stdout, _ = process.communicate(timeout=300)
-    stderr = (tmp_path / "stderr.log").read_text()
+    log = tmp_path / "stderr.log"
+    process = demo(out, log, "--clocks", "30", "--keep")
+    try:
+        wait_for(log, "everything keeps running", process, 300)
+        assert process.stdout is not None
+        head = process.stdout.readline() + process.stdout.readline()
+        dashboard_lists_the_sites(head)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+        rest = process.stdout.read()  # not communicate(): it would skip what readline buffered
+    finally:
+        if process.poll() is None:
+            process.kill()
+    stdout = head + rest
+    stderr = log.read_text()
     assert process.returncode == 0, stderr[-3000:]
     assert "control plane: http://127.0.0.1:" in stderr
+    # The dashboard's address and a login for it come first, each on a line of its own.
+    first, second = stdout.splitlines()[:2]
+    assert first.startswith("dashboard: http://127.0.0.1:"), stdout[:300]
+    assert second.startswith("admin token: local-admin-"), stdout[:300]
     for site in ("virginia", "frankfurt", "singapore"):
         assert site in stdout
     assert "of what BSP would send" in stdout
@@ -80,11 +119,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path, fashion_mni
     log = tmp_path / "stderr.log"
     process = demo(out, log, "--clocks", "100000")
     try:
-        deadline = time.monotonic() + 180
-        while "control plane: http" not in log.read_text():
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the demo never came up"
-            time.sleep(0.2)
+        wait_for(log, "control plane: http", process, 180)
         assert processes_mentioning(str(out))  # the services and agents are running
         time.sleep(3)  # the job is under way
         process.send_signal(signal.SIGINT)

@@ -44,6 +44,23 @@ def test_a_heartbeat_makes_a_quiet_site_a_candidate_again(registry: Registry) ->
     assert [n.site_id for n in mine.neighbours(me.id).neighbours] == [quiet.id]
 
 
+def test_a_query_may_ask_for_its_own_window(registry: Registry) -> None:
+    me, mine = registry.site(priors=[1, 1])
+    quiet, _ = registry.site(priors=[1, 1])
+    registry.backdate(quiet.id, 3600)
+    default = mine.neighbours(me.id)
+    assert default.neighbours == [] and default.window_s < 3600
+    wide = mine.neighbours(me.id, window_s=7200)
+    assert wide.window_s == 7200
+    assert [n.site_id for n in wide.neighbours] == [quiet.id]
+    assert mine.neighbours(me.id, window_s=1800).neighbours == []
+    for bad in (0, -5, "soon"):
+        params = {"window_s": bad}
+        answer = registry.raw("GET", f"/v1/sites/{me.id}/neighbours", params=params)
+        assert answer.status_code == 422, bad
+        assert answer.json()["problems"][0]["field"] == "window_s"
+
+
 def test_a_site_that_never_reported_asks_with_its_priors(registry: Registry) -> None:
     newcomer, client = registry.site()
     with pytest.raises(RegistryError) as caught:

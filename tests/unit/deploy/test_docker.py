@@ -265,6 +265,7 @@ def local_started(
     return {
         ("registry", "serve"): deployment.start_registry(),
         ("control", "serve"): deployment.start_control(),
+        ("web", "serve"): deployment.start_web(),
         ("edge", "run"): deployment.start_agent(SITES[0]),
     }
 
@@ -391,6 +392,7 @@ def test_every_atoll_variable_is_a_setting_of_its_service(
     modules = {
         "registry": ("atoll.registry.core.config", "RegistrySettings"),
         "control": ("atoll.platform.control.core.config", "ControlSettings"),
+        "web": ("atoll.web.core.config", "WebSettings"),
         "edge": ("atoll.edge.config", "EdgeSettings"),
     }
     module, cls = modules[role]

@@ -1,11 +1,13 @@
 """One module per resource. Here: what they share (error documentation, the job view)."""
 
+from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from atoll.platform.control.crud import jobs as job_store
-from atoll.platform.control.models import Job, Site
+from atoll.platform.control.models import Job, JobSite, Site
 from atoll.platform.control.schemas import JobOut, JobSiteOut
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.schemas import error_docs, from_row
@@ -29,14 +31,25 @@ def errors(*statuses: int) -> dict[int | str, Any]:
 
 
 def job_out(session: Session, job: Job) -> JobOut:
-    parts = job_store.job_sites(session, job.id)
-    online = {p.site: bool(s.online) if (s := session.get(Site, p.site)) else False for p in parts}
+    return jobs_out(session, [job])[0]
+
+
+def jobs_out(session: Session, jobs: Sequence[Job]) -> list[JobOut]:
+    """The jobs with their sites' parts, in three queries whatever their number."""
+    parts_of = job_store.sites_of(session, [j.id for j in jobs])
+    names = {p.site for parts in parts_of.values() for p in parts}
+    query = select(Site.name, Site.online).where(Site.name.in_(names))
+    online = {name: bool(up) for name, up in session.execute(query)} if names else {}
+    return [_job_out(job, parts_of[job.id], online) for job in jobs]
+
+
+def _job_out(job: Job, parts: Sequence[JobSite], online: dict[str, bool]) -> JobOut:
     clock = max((p.clock for p in parts), default=0)
     return from_row(
         JobOut,
         job,
         spec=GeoJob.model_validate(job.spec),
-        sites=[from_row(JobSiteOut, p, online=online[p.site]) for p in parts],
+        sites=[from_row(JobSiteOut, p, online=bool(online.get(p.site))) for p in parts],
         wan_bytes=sum(p.wan_bytes for p in parts),
         bsp_wan_bytes=None if job.bsp_bytes_per_clock is None else job.bsp_bytes_per_clock * clock,
     )

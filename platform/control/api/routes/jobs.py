@@ -1,13 +1,13 @@
 """Jobs: submit, list, read, cancel; their telemetry history and their commands."""
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, status
 from sqlalchemy.orm import Session
 
 from atoll.platform.control.api.deps import Admin
-from atoll.platform.control.api.routes import V1, errors, job_out
+from atoll.platform.control.api.routes import V1, errors, job_out, jobs_out
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import telemetry as telemetry_store
@@ -71,16 +71,29 @@ def list_jobs(
     session: ReadSession,
     state: Annotated[str | None, Query(description=f"One of {', '.join(JobState)}.")] = None,
     limit: Limit = 50,
+    offset: Annotated[int, Query(ge=0, description="Skip this many (paging by page).")] = 0,
+    sort: Annotated[
+        Literal["submitted", "-submitted"],
+        Query(description="By submission time: `-submitted` newest first (the default)."),
+    ] = "-submitted",
     before: Annotated[
         datetime | None, Query(description="Only jobs submitted before this (paging).")
     ] = None,
 ) -> JobPage:
+    """A page of jobs and `total`, how many match. Page with `offset`, or with `before` =
+    the last job's `submitted_at` (as `next_before` says) to read on from there."""
     if state is not None and state not in {s.value for s in JobState}:
         raise Invalid(f"must be one of {', '.join(JobState)}", "state", "query")
-    jobs = job_store.list_jobs(session, JobState(state) if state else None, limit, before)
+    wanted = JobState(state) if state else None
+    if before is not None:
+        jobs = job_store.list_jobs(session, wanted, limit, before)
+        total = job_store.page_jobs(session, wanted, 1, 0)[1]
+    else:
+        jobs, total = job_store.page_jobs(session, wanted, limit, offset, sort == "submitted")
     return JobPage(
-        jobs=[job_out(session, j) for j in jobs],
+        jobs=jobs_out(session, jobs),
         next_before=jobs[-1].submitted_at if len(jobs) == limit else None,
+        total=total,
     )
 
 

@@ -1,0 +1,1 @@
+"""The dashboard's pages and actions, and what they depend on."""

@@ -1,0 +1,1 @@
+"""One module per part of the dashboard."""

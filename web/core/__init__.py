@@ -1,0 +1,1 @@
+"""The dashboard's settings, sessions and CSRF checks."""

@@ -1,0 +1,1 @@
+"""What pages show, sans I/O: formatting, paging and sorting, the job form, the map."""
