@@ -24,14 +24,18 @@ demo: setup
 # reads the packages through links that tools/typecheck_tree.py makes), then the tests.
 # Two pytest workers: most integration tests wait on processes, links and heartbeats, so
 # two at once took 9 min here where one took 13. A module runs on one worker. The container
-# tests come after, alone: they build images and run seven containers.
+# The browser tests run in a process of their own: Playwright's sync API leaves its event
+# loop marked running in the thread for the whole session, and any asyncio.run() a later
+# test on that worker makes then fails. The container tests come after, alone: they build
+# images and run seven containers.
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python tools/typecheck_tree.py $(VENV)/typecheck
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 --dist loadscope -m "not containers"
+	$(BIN)/python -m pytest -n 2 --dist loadscope -m "not containers and not browser"
+	$(BIN)/python -m pytest -p no:xdist -m browser tests/e2e
 	$(MAKE) --no-print-directory compose-test
 
 # The image built with podman from the Dockerfile, docker-compose.yml run with it, a job and

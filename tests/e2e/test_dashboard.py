@@ -23,7 +23,7 @@ from playwright.sync_api import Browser, Page, expect
 from atoll.localstack.deployment import LocalDeployment, free_port, http_ready, wait_until
 from atoll.platform.control.client import ControlClient
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.timeout(600)]
 LIVE_S = 120_000  # ms: how long a page may take to show a job's end
 JOB_FORM = {
     "Dataset": "digits", "Partition": "iid", "Model": "mlp", "Batch per worker": "16",

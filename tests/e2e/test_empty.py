@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from atoll.localstack.deployment import LocalDeployment
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
