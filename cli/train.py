@@ -1,10 +1,6 @@
 """`atoll train`: one site (K workers, S shards, BSP), or a geo job of N site processes."""
 
-import signal
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -29,11 +25,12 @@ from atoll.platform.core.events import (
     StepDone,
     TrainingStarted,
 )
+from atoll.platform.core.signals import stop_signals
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.spec import SiteJob
 
 if TYPE_CHECKING:
-    from atoll.platform.site.launch import GeoLaunch
+    pass
 
 EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 GEO_RUN_PANEL = "Geo job only (--job, or --sites N > 1)"
@@ -236,7 +233,7 @@ def run_geo(job: GeoJob, out: Path, overwrite: bool, launch_options: dict[str, A
     launch = GeoLaunch(job, out, on_event=board.update, **launch_options)
     with (
         Live(board.render(), console=console, refresh_per_second=4) as live,
-        _stop_on_signals(launch),
+        stop_signals(launch.request_stop),
     ):
         board.live = live
         summary = launch.run()
@@ -253,23 +250,6 @@ def run_geo(job: GeoJob, out: Path, overwrite: bool, launch_options: dict[str, A
     )
     if summary["status"] != "completed":
         sys.exit(1)
-
-
-@contextmanager
-def _stop_on_signals(launch: "GeoLaunch") -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_signal(signum: int, frame: object) -> None:
-        launch.request_stop(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 class SiteBoard:

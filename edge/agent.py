@@ -15,11 +15,8 @@ outright, it takes its site with it, and resumes the same way.
 
 import logging
 import queue
-import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from uuid import uuid4
 
@@ -55,6 +52,7 @@ from atoll.edge.steps import (
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.bus.messages import AgentStatus, Beat
+from atoll.platform.core.signals import stop_signals
 from atoll.platform.site.supervise import SiteProcess, kill_stale
 
 log = logging.getLogger("atoll.edge")
@@ -101,7 +99,7 @@ class EdgeAgent:
             threads.append(
                 threading.Thread(target=self.registry.run, args=(self._stop_threads,), daemon=True)
             )
-        with self._signals_stop():
+        with stop_signals(self.request_stop):
             for thread in threads:
                 thread.start()
             log.info("agent %s up (%s)", self.site, self.settings.state_dir)
@@ -129,22 +127,6 @@ class EdgeAgent:
     def request_stop(self, reason: str) -> None:
         """Safe from a signal handler: the loop hands it to the core at its next turn."""
         self._signals.put(reason)
-
-    @contextmanager
-    def _signals_stop(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def on_signal(signum: int, _frame: object) -> None:
-            self.request_stop(signal.Signals(signum).name)
-
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
 
     def _recover(self) -> None:
         """Kill what an earlier agent left running (its children die with it, normally),

@@ -11,10 +11,8 @@ import queue
 import shutil
 import signal
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -27,6 +25,7 @@ from atoll.platform.core.events import (
     SiteEvent,
     TrainingFinished,
 )
+from atoll.platform.core.signals import stop_signals
 from atoll.platform.site.checkpoint import CheckpointStore
 from atoll.platform.site.layout import SiteLayout
 from atoll.platform.site.rank import RankContext, rank_main
@@ -79,7 +78,7 @@ class SiteCluster:
         rendezvous_dir = Path(tempfile.mkdtemp(prefix="atoll-site-"))
         processes: list[BaseProcess] = []
         try:
-            with self._signals_stop_the_site():
+            with stop_signals(self._on_stop_signal):
                 for rank in range(self.layout.world_size):
                     ctx = RankContext(
                         rank=rank,
@@ -163,24 +162,10 @@ class SiteCluster:
         )
         return f"site stopped: {cause}; {resume}"
 
-    @contextmanager
-    def _signals_stop_the_site(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def on_signal(signum: int, frame: object) -> None:
-            name = signal.Signals(signum).name
-            if name == "SIGINT" and self._stop.is_set():
-                self._kill_now = True  # a second Ctrl-C: do not wait for the clock to end
-            self.request_stop(name)
-
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+    def _on_stop_signal(self, name: str) -> None:
+        if name == "SIGINT" and self._stop.is_set():
+            self._kill_now = True  # a second Ctrl-C: do not wait for the clock to end
+        self.request_stop(name)
 
 
 def _terminate(processes: list[BaseProcess]) -> None:

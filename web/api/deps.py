@@ -18,6 +18,7 @@ from atoll.web.core.session import CSRF_FIELD, CSRF_HEADER, Session, Sessions, s
 from atoll.web.flash import Flashes
 from atoll.web.live import Upstream
 from atoll.web.views import format as fmt
+from atoll.web.views.paging import Pager, aria_sort, sort_href
 from atoll.web.views.rates import SendRates
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")
@@ -149,3 +150,27 @@ def render(
     response = TEMPLATES.TemplateResponse(request, template, context, status_code=status_code)
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+def render_listing(
+    request: Request,
+    template: str,
+    session: Session | None,
+    path: str,
+    pager: Pager,
+    params: dict[str, str],
+    **values: Any,
+) -> HTMLResponse:
+    """A paged, sortable listing: `render` with the page links and the sort helpers."""
+    return render(
+        request,
+        template,
+        session,
+        pager=pager,
+        paging=pager.request,
+        params=params,
+        sort_href=sort_href,
+        aria_sort=aria_sort,
+        page_links=pager.links(path, params),
+        **values,
+    )

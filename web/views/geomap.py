@@ -7,46 +7,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 WIDTH, HEIGHT = 1000.0, 500.0
-# Where cloud regions and the sites of the built-in topologies are: (longitude, latitude).
+# Where cloud regions are, by region and by the city that sites of the built-in topologies
+# are named after: (region, city, (longitude, latitude)).
+_REGIONS: tuple[tuple[str, str, tuple[float, float]], ...] = (
+    ("us-east-1", "virginia", (-77.5, 39.0)),
+    ("us-east-2", "ohio", (-83.0, 40.0)),
+    ("us-west-1", "california", (-122.0, 37.4)),
+    ("us-west-2", "oregon", (-119.7, 45.8)),
+    ("ca-central-1", "canada", (-73.6, 45.5)),
+    ("sa-east-1", "sao-paulo", (-46.6, -23.5)),
+    ("eu-west-1", "ireland", (-6.3, 53.3)),
+    ("eu-west-2", "london", (-0.1, 51.5)),
+    ("eu-west-3", "paris", (2.35, 48.9)),
+    ("eu-central-1", "frankfurt", (8.7, 50.1)),
+    ("eu-north-1", "stockholm", (18.1, 59.3)),
+    ("ap-south-1", "mumbai", (72.9, 19.1)),
+    ("ap-southeast-1", "singapore", (103.8, 1.35)),
+    ("ap-southeast-2", "sydney", (151.2, -33.9)),
+    ("ap-northeast-1", "tokyo", (139.7, 35.7)),
+    ("ap-northeast-2", "seoul", (127.0, 37.6)),
+    ("ap-east-1", "hong-kong", (114.2, 22.3)),
+    ("af-south-1", "cape-town", (18.4, -33.9)),
+    ("me-south-1", "bahrain", (50.6, 26.1)),
+)
 PLACES: dict[str, tuple[float, float]] = {
-    "us-east-1": (-77.5, 39.0),
-    "virginia": (-77.5, 39.0),
-    "us-east-2": (-83.0, 40.0),
-    "ohio": (-83.0, 40.0),
-    "us-west-1": (-122.0, 37.4),
-    "california": (-122.0, 37.4),
-    "us-west-2": (-119.7, 45.8),
-    "oregon": (-119.7, 45.8),
-    "ca-central-1": (-73.6, 45.5),
-    "canada": (-73.6, 45.5),
-    "sa-east-1": (-46.6, -23.5),
-    "sao-paulo": (-46.6, -23.5),
-    "eu-west-1": (-6.3, 53.3),
-    "ireland": (-6.3, 53.3),
-    "eu-west-2": (-0.1, 51.5),
-    "london": (-0.1, 51.5),
-    "eu-west-3": (2.35, 48.9),
-    "paris": (2.35, 48.9),
-    "eu-central-1": (8.7, 50.1),
-    "frankfurt": (8.7, 50.1),
-    "eu-north-1": (18.1, 59.3),
-    "stockholm": (18.1, 59.3),
-    "ap-south-1": (72.9, 19.1),
-    "mumbai": (72.9, 19.1),
-    "ap-southeast-1": (103.8, 1.35),
-    "singapore": (103.8, 1.35),
-    "ap-southeast-2": (151.2, -33.9),
-    "sydney": (151.2, -33.9),
-    "ap-northeast-1": (139.7, 35.7),
-    "tokyo": (139.7, 35.7),
-    "ap-northeast-2": (127.0, 37.6),
-    "seoul": (127.0, 37.6),
-    "ap-east-1": (114.2, 22.3),
-    "hong-kong": (114.2, 22.3),
-    "af-south-1": (18.4, -33.9),
-    "cape-town": (18.4, -33.9),
-    "me-south-1": (50.6, 26.1),
-    "bahrain": (50.6, 26.1),
+    name: place for region, city, place in _REGIONS for name in (region, city)
 }
 
 

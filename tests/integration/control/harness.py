@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
 from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
 from atoll.localstack.deployment import LocalRedis
@@ -17,6 +19,9 @@ from atoll.localstack.registry import postgres_schema
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.control.client import ControlClient
+from atoll.platform.control.core.config import ControlSettings
+from atoll.platform.control.main import create_app
+from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.schemas import JobOut
 from atoll.platform.core.events import EventModel, of_kind
 from atoll.platform.core.runlog import read_events
@@ -43,6 +48,25 @@ def shared_redis_url() -> str:
     require(url is not None, NO_REDIS)
     assert url is not None
     return url
+
+
+@contextmanager
+def control_api(
+    tmp_path: Path, bus: Bus, admin_token: str, **settings: Any
+) -> Iterator[TestClient]:
+    """The control plane's app on a fresh SQLite database and `bus`, in a TestClient."""
+    url = f"sqlite:///{tmp_path / 'control.db'}"
+    SCHEMA.upgrade(url)
+    config = ControlSettings(
+        database_url=url,
+        admin_token=SecretStr(admin_token),
+        redis_url=SecretStr(bus.url),
+        redis_prefix=bus.keys.prefix,
+        tick_s=0.05,
+        **settings,
+    )
+    with TestClient(create_app(config)) as client:
+        yield client
 
 
 @contextmanager

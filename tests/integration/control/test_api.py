@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration.control.harness import DIGITS_JOB, scratch_bus, shared_redis_url, wait_for
+from integration.control.harness import DIGITS_JOB, control_api, wait_for
 from pydantic import SecretStr
 
 from atoll.platform.bus.connection import Bus
@@ -27,23 +27,8 @@ ADMIN = "test-admin-" + secrets.token_hex(12)
 
 
 @pytest.fixture
-def bus() -> Iterator[Bus]:
-    with scratch_bus(shared_redis_url()) as scratch:
-        yield scratch
-
-
-@pytest.fixture
 def api(tmp_path: Path, bus: Bus) -> Iterator[TestClient]:
-    url = f"sqlite:///{tmp_path / 'control.db'}"
-    SCHEMA.upgrade(url)
-    settings = ControlSettings(
-        database_url=url,
-        admin_token=SecretStr(ADMIN),
-        redis_url=SecretStr(bus.url),
-        redis_prefix=bus.keys.prefix,
-        tick_s=0.05,
-    )
-    with TestClient(create_app(settings)) as client:
+    with control_api(tmp_path, bus, ADMIN) as client:
         yield client
 
 

@@ -9,15 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration.control.harness import DIGITS_JOB, scratch_bus, shared_redis_url, wait_for
-from pydantic import SecretStr
+from integration.control.harness import DIGITS_JOB, control_api, wait_for
 
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.messages import AgentStatus, Telemetry
 from atoll.platform.control.client import parse_events
-from atoll.platform.control.core.config import ControlSettings
-from atoll.platform.control.main import create_app
-from atoll.platform.control.migrate import SCHEMA
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -28,24 +24,9 @@ ADMIN = {"Authorization": "Bearer test-admin-" + secrets.token_hex(12)}
 
 
 @pytest.fixture
-def bus() -> Iterator[Bus]:
-    with scratch_bus(shared_redis_url()) as scratch:
-        yield scratch
-
-
-@pytest.fixture
 def api(tmp_path: Path, bus: Bus) -> Iterator[TestClient]:
-    url = f"sqlite:///{tmp_path / 'control.db'}"
-    SCHEMA.upgrade(url)
-    settings = ControlSettings(
-        database_url=url,
-        admin_token=SecretStr(ADMIN["Authorization"].removeprefix("Bearer ")),
-        redis_url=SecretStr(bus.url),
-        redis_prefix=bus.keys.prefix,
-        tick_s=0.05,
-        events_heartbeat_s=0.3,
-    )
-    with TestClient(create_app(settings)) as client:
+    token = ADMIN["Authorization"].removeprefix("Bearer ")
+    with control_api(tmp_path, bus, token, events_heartbeat_s=0.3) as client:
         yield client
 
 

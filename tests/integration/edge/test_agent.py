@@ -15,8 +15,6 @@ import yaml
 from integration.control.harness import (
     log_events,
     own_redis,
-    scratch_bus,
-    shared_redis_url,
     wait_for,
 )
 
@@ -121,12 +119,6 @@ def start_command(steps: int, checkpoint_every: int = 10) -> Command:
 
 def command(kind: str, job_id: str | None = None) -> Command:
     return Command(id=str(uuid4()), site="a", kind=kind, job_id=job_id, issued_at=time.time())  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def bus() -> Iterator[Bus]:
-    with scratch_bus(shared_redis_url()) as scratch:
-        yield scratch
 
 
 @pytest.fixture

@@ -3,32 +3,10 @@ knows (its state)."""
 
 import pytest
 
+from atoll.edge import steps
 from atoll.edge.core import AgentCore, Limits
 from atoll.edge.ledger import CommandLedger
 from atoll.edge.state import AgentFile, LocalJob
-from atoll.edge.steps import (
-    Abort,
-    Ack,
-    CommandArrived,
-    Effect,
-    Kill,
-    Launch,
-    Launched,
-    Moment,
-    Note,
-    Recover,
-    RegistryJoined,
-    ReportToRegistry,
-    SaveLedger,
-    SaveState,
-    SendTelemetry,
-    SignalReceived,
-    SiteEnded,
-    SiteLogged,
-    Stop,
-    Tick,
-    WriteJobFiles,
-)
 from atoll.platform.bus.messages import Command, CommandKind, SiteJobState, StartJob
 from atoll.platform.core.events import (
     Evaluated,
@@ -44,22 +22,22 @@ START = StartJob(job_name="t", site_job={}, secret="s", class_priors=[0.5, 0.5],
                  model_signature="sig", clocks=100)  # fmt: skip
 
 
-def at(seconds: float = 0.0) -> Moment:
-    return Moment(mono=100.0 + seconds, wall=1_000.0 + seconds)
+def at(seconds: float = 0.0) -> steps.Moment:
+    return steps.Moment(mono=100.0 + seconds, wall=1_000.0 + seconds)
 
 
 def arrived(kind: CommandKind, job_id: str | None = "j1", start: StartJob | None = None,
-            command_id: str | None = None, site: str = "a") -> CommandArrived:  # fmt: skip
+            command_id: str | None = None, site: str = "a") -> steps.CommandArrived:  # fmt: skip
     if kind == "start_job" and start is None:
         start = START
     command = Command(id=command_id or f"{kind}-{job_id}", site=site, kind=kind, job_id=job_id,
                       issued_at=0.0, start=start)  # fmt: skip
-    return CommandArrived(f"entry-{command.id}", command, at())
+    return steps.CommandArrived(f"entry-{command.id}", command, at())
 
 
-def actions(effects: list[Effect]) -> list[Effect]:
+def actions(effects: list[steps.Effect]) -> list[steps.Effect]:
     """The effects but the log notes."""
-    return [e for e in effects if not isinstance(e, Note)]
+    return [e for e in effects if not isinstance(e, steps.Note)]
 
 
 def agent(**file: object) -> AgentCore:
@@ -74,8 +52,8 @@ def running(**file: object) -> AgentCore:
     """An agent whose job j1 runs, as pid 42."""
     core = agent(**file)
     core.handle(arrived("start_job"))
-    core.handle(Launched("j1", 42))
-    core.handle(SiteLogged("j1", TrainingStarted(time=1.0, step=0, total_steps=100, params=9),
+    core.handle(steps.Launched("j1", 42))
+    core.handle(steps.SiteLogged("j1", TrainingStarted(time=1.0, step=0, total_steps=100, params=9),
                            at()))  # fmt: skip
     return core
 
@@ -91,12 +69,13 @@ def last_applied(core: AgentCore) -> tuple[str, str]:
 def test_a_start_writes_the_job_launches_it_saves_then_acknowledges() -> None:
     core = agent()
     effects = actions(core.handle(arrived("start_job")))
-    assert effects == [WriteJobFiles("j1", START), Launch("j1", resume=False), SaveState(),
-                       SaveLedger(), Ack("entry-start_job-j1")]  # fmt: skip
+    assert effects == [steps.WriteJobFiles("j1", START), steps.Launch("j1", resume=False),
+                       steps.SaveState(), steps.SaveLedger(),
+                       steps.Ack("entry-start_job-j1")]  # fmt: skip
     assert core.file.jobs["j1"].state == "starting"
     assert core.state == "running"
     assert last_applied(core) == ("applied", "started")
-    core.handle(Launched("j1", 42))
+    core.handle(steps.Launched("j1", 42))
     assert core.file.jobs["j1"].pid == 42
 
 
@@ -123,12 +102,12 @@ def test_a_start_writes_the_job_launches_it_saves_then_acknowledges() -> None:
     ],
 )  # fmt: skip
 def test_commands_that_start_nothing(
-    file: dict[str, object], command: CommandArrived, outcome: str, detail: str
+    file: dict[str, object], command: steps.CommandArrived, outcome: str, detail: str
 ) -> None:
     core = agent(**file)
     effects = actions(core.handle(command))
-    assert not any(isinstance(e, Launch | Stop | Kill) for e in effects)
-    assert effects[-2:] == [SaveLedger(), Ack(command.entry_id)]
+    assert not any(isinstance(e, steps.Launch | steps.Stop | steps.Kill) for e in effects)
+    assert effects[-2:] == [steps.SaveLedger(), steps.Ack(command.entry_id)]
     applied, said = last_applied(core)
     assert applied == outcome
     assert detail in said
@@ -137,7 +116,7 @@ def test_commands_that_start_nothing(
 def test_a_start_while_draining_is_taken_but_not_launched() -> None:
     core = agent(draining=True)
     effects = actions(core.handle(arrived("start_job")))
-    assert effects[:2] == [WriteJobFiles("j1", START), SaveState()]
+    assert effects[:2] == [steps.WriteJobFiles("j1", START), steps.SaveState()]
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "drain")
     assert last_applied(core) == (
         "applied",
@@ -147,9 +126,9 @@ def test_a_start_while_draining_is_taken_but_not_launched() -> None:
 
 def test_a_start_while_shutting_down_waits_for_the_agent_to_be_back() -> None:
     core = agent()
-    core.handle(SignalReceived("SIGTERM", at()))
+    core.handle(steps.SignalReceived("SIGTERM", at()))
     effects = actions(core.handle(arrived("start_job")))
-    assert not any(isinstance(e, Launch) for e in effects)
+    assert not any(isinstance(e, steps.Launch) for e in effects)
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "shutdown")
     assert core.done
 
@@ -158,15 +137,15 @@ def test_a_command_delivered_twice_is_applied_once_and_counted() -> None:
     core = agent()
     core.handle(arrived("start_job"))
     again = actions(core.handle(arrived("start_job")))
-    assert again == [SaveLedger(), Ack("entry-start_job-j1")]
+    assert again == [steps.SaveLedger(), steps.Ack("entry-start_job-j1")]
     assert core.ledger.duplicates == 1
     assert len(core.ledger.recent()) == 1
 
 
 def test_a_command_for_another_site_or_unreadable_is_only_acknowledged() -> None:
     core = agent()
-    assert core.handle(arrived("drain", site="b")) == [Ack("entry-drain-j1")]
-    assert core.handle(CommandArrived("e9", None, at())) == [Ack("e9")]
+    assert core.handle(arrived("drain", site="b")) == [steps.Ack("entry-drain-j1")]
+    assert core.handle(steps.CommandArrived("e9", None, at())) == [steps.Ack("e9")]
     assert not core.file.draining
 
 
@@ -175,16 +154,16 @@ def test_a_cancel_before_the_start_keeps_the_late_start_out() -> None:
     core.handle(arrived("cancel_job"))
     assert last_applied(core) == ("applied", "cancelled before it started")
     effects = actions(core.handle(arrived("start_job")))
-    assert not any(isinstance(e, Launch) for e in effects)
+    assert not any(isinstance(e, steps.Launch) for e in effects)
     assert last_applied(core) == ("ignored", "job j1 is already cancelled here")
 
 
 def test_a_cancel_of_a_running_job_stops_its_site_and_ends_cancelled() -> None:
     core = running()
     effects = actions(core.handle(arrived("cancel_job")))
-    assert effects[:2] == [Stop("j1"), SaveState()]
+    assert effects[:2] == [steps.Stop("j1"), steps.SaveState()]
     assert last_applied(core) == ("applied", "stopping at the next clock")
-    core.handle(SiteEnded("j1", 143, None))
+    core.handle(steps.SiteEnded("j1", 143, None))
     assert core.file.jobs["j1"].state == "cancelled"
     assert core.state == "idle"
 
@@ -199,7 +178,7 @@ def test_a_drain_stops_every_site_but_keeps_a_cancel_a_cancel() -> None:
     core = running()
     core.handle(arrived("cancel_job"))
     effects = actions(core.handle(arrived("drain", job_id=None)))
-    assert Stop("j1") in effects
+    assert steps.Stop("j1") in effects
     assert core.file.jobs["j1"].stop_reason == "cancel"
     assert core.state == "draining"
 
@@ -208,10 +187,10 @@ def test_a_remove_stops_the_site_and_activate_resumes_its_job() -> None:
     core = running()
     core.handle(arrived("remove", job_id=None))
     assert core.state == "removed"
-    core.handle(SiteEnded("j1", 143, None))
+    core.handle(steps.SiteEnded("j1", 143, None))
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "remove")
     effects = actions(core.handle(arrived("activate", job_id=None)))
-    assert effects[0] == Launch("j1", resume=True)
+    assert effects[0] == steps.Launch("j1", resume=True)
     assert last_applied(core) == ("applied", "active; resumed j1")
     assert (core.file.jobs["j1"].restarts, core.file.jobs["j1"].failures) == (1, 0)
 
@@ -221,9 +200,9 @@ def test_a_remove_stops_the_site_and_activate_resumes_its_job() -> None:
 
 def test_a_site_that_trained_to_the_end_finishes_its_job() -> None:
     core = running()
-    core.handle(SiteLogged("j1", TrainingFinished(time=9.0, step=100, stopped=False,
+    core.handle(steps.SiteLogged("j1", TrainingFinished(time=9.0, step=100, stopped=False,
                                                   test_accuracy=0.9), at()))  # fmt: skip
-    assert actions(core.handle(SiteEnded("j1", 0, None))) == [SaveState()]
+    assert actions(core.handle(steps.SiteEnded("j1", 0, None))) == [steps.SaveState()]
     assert core.file.jobs["j1"].state == "finished"
     assert core.file.jobs["j1"].pid is None
     assert core.state == "idle"
@@ -232,12 +211,12 @@ def test_a_site_that_trained_to_the_end_finishes_its_job() -> None:
 def test_a_crash_is_resumed_until_the_restart_budget_is_spent() -> None:
     core = running()
     for failures in (1, 2):
-        effects = actions(core.handle(SiteEnded("j1", 1, "boom")))
-        assert effects == [Launch("j1", resume=True), SaveState()]
+        effects = actions(core.handle(steps.SiteEnded("j1", 1, "boom")))
+        assert effects == [steps.Launch("j1", resume=True), steps.SaveState()]
         assert core.file.jobs["j1"].failures == failures
         assert core.file.jobs["j1"].message == "exited with code 1: boom"
-    core.handle(SiteLogged("j1", TrainingFailed(time=5.0, message="rank 1 died"), at()))
-    assert actions(core.handle(SiteEnded("j1", 1, "boom"))) == [SaveState()]
+    core.handle(steps.SiteLogged("j1", TrainingFailed(time=5.0, message="rank 1 died"), at()))
+    assert actions(core.handle(steps.SiteEnded("j1", 1, "boom"))) == [steps.SaveState()]
     failed = core.file.jobs["j1"]
     assert (failed.state, failed.restarts) == ("failed", 2)
     assert failed.message == "exited with code 1: rank 1 died (after 2 restart(s))"
@@ -245,18 +224,18 @@ def test_a_crash_is_resumed_until_the_restart_budget_is_spent() -> None:
 
 def test_a_usage_error_fails_the_job_without_a_restart() -> None:
     core = running()
-    core.handle(SiteEnded("j1", 2, "atoll: error: no dataset digits"))
+    core.handle(steps.SiteEnded("j1", 2, "atoll: error: no dataset digits"))
     assert core.file.jobs["j1"].state == "failed"
     assert core.file.jobs["j1"].restarts == 0
 
 
 def test_a_shutdown_during_a_restart_stops_the_restarted_site_for_good() -> None:
     core = running()
-    core.handle(SiteEnded("j1", -9, None))  # crashed: restarted
-    core.handle(Launched("j1", 43))
-    effects = actions(core.handle(SignalReceived("SIGTERM", at())))
-    assert effects == [Stop("j1"), SaveState()]
-    assert actions(core.handle(SiteEnded("j1", 143, None))) == [SaveState()]
+    core.handle(steps.SiteEnded("j1", -9, None))  # crashed: restarted
+    core.handle(steps.Launched("j1", 43))
+    effects = actions(core.handle(steps.SignalReceived("SIGTERM", at())))
+    assert effects == [steps.Stop("j1"), steps.SaveState()]
+    assert actions(core.handle(steps.SiteEnded("j1", 143, None))) == [steps.SaveState()]
     stopped = core.file.jobs["j1"]
     assert (stopped.state, stopped.stop_reason) == ("stopped", "shutdown")
     assert core.done
@@ -264,8 +243,8 @@ def test_a_shutdown_during_a_restart_stops_the_restarted_site_for_good() -> None
 
 def test_a_site_that_crashes_while_the_agent_shuts_down_is_stopped_not_restarted() -> None:
     core = running()
-    core.handle(SignalReceived("SIGTERM", at()))
-    assert actions(core.handle(SiteEnded("j1", 1, "boom"))) == [SaveState()]
+    core.handle(steps.SignalReceived("SIGTERM", at()))
+    assert actions(core.handle(steps.SiteEnded("j1", 1, "boom"))) == [steps.SaveState()]
     assert core.file.jobs["j1"].state == "stopped"
     assert core.signal == "SIGTERM"
 
@@ -274,10 +253,10 @@ def test_drain_then_activate_while_stopping_starts_the_site_again_once_stopped()
     core = running()
     core.handle(arrived("drain", job_id=None))
     effects = actions(core.handle(arrived("activate", job_id=None)))
-    assert not any(isinstance(e, Launch) for e in effects)  # it has not stopped yet
+    assert not any(isinstance(e, steps.Launch) for e in effects)  # it has not stopped yet
     assert last_applied(core) == ("applied", "active; resumed j1 (once stopped)")
-    effects = actions(core.handle(SiteEnded("j1", 143, None)))
-    assert effects == [Launch("j1", resume=True), SaveState()]
+    effects = actions(core.handle(steps.SiteEnded("j1", 143, None)))
+    assert effects == [steps.Launch("j1", resume=True), steps.SaveState()]
     assert (core.file.jobs["j1"].restarts, core.file.jobs["j1"].failures) == (1, 0)
 
 
@@ -286,22 +265,25 @@ def test_drain_activate_drain_while_stopping_leaves_it_stopped() -> None:
     core.handle(arrived("drain", job_id=None, command_id="d1"))
     core.handle(arrived("activate", job_id=None))
     core.handle(arrived("drain", job_id=None, command_id="d2"))
-    assert actions(core.handle(SiteEnded("j1", 143, None))) == [SaveState()]
+    assert actions(core.handle(steps.SiteEnded("j1", 143, None))) == [steps.SaveState()]
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "drain")
 
 
 def test_an_activate_during_shutdown_resumes_at_the_next_start() -> None:
     core = running()
     core.handle(arrived("drain", job_id=None))
-    core.handle(SignalReceived("SIGTERM", at()))
+    core.handle(steps.SignalReceived("SIGTERM", at()))
     effects = actions(core.handle(arrived("activate", job_id=None)))
-    assert not any(isinstance(e, Launch) for e in effects)
-    core.handle(SiteEnded("j1", 143, None))
+    assert not any(isinstance(e, steps.Launch) for e in effects)
+    core.handle(steps.SiteEnded("j1", 143, None))
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "shutdown")
     assert core.done
     # The next agent resumes it.
     nxt = AgentCore("a", LIMITS, core.file, CommandLedger())
-    assert actions(nxt.handle(Recover({}, at()))) == [Launch("j1", resume=True), SaveState()]
+    assert actions(nxt.handle(steps.Recover({}, at()))) == [
+        steps.Launch("j1", resume=True),
+        steps.SaveState(),
+    ]
 
 
 # -- time and signals --------------------------------------------------------------------
@@ -310,18 +292,21 @@ def test_an_activate_during_shutdown_resumes_at_the_next_start() -> None:
 def test_a_site_that_does_not_stop_in_time_is_killed_once() -> None:
     core = running()
     core.handle(arrived("drain", job_id=None))
-    assert core.handle(Tick(at(LIMITS.stop_timeout_s - 1))) == []
-    assert actions(core.handle(Tick(at(LIMITS.stop_timeout_s + 1)))) == [Kill("j1")]
-    assert core.handle(Tick(at(LIMITS.stop_timeout_s + 2))) == []
-    core.handle(SiteEnded("j1", -9, None))
+    assert core.handle(steps.Tick(at(LIMITS.stop_timeout_s - 1))) == []
+    assert actions(core.handle(steps.Tick(at(LIMITS.stop_timeout_s + 1)))) == [steps.Kill("j1")]
+    assert core.handle(steps.Tick(at(LIMITS.stop_timeout_s + 2))) == []
+    core.handle(steps.SiteEnded("j1", -9, None))
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "drain")
 
 
 def test_a_second_ctrl_c_kills_the_sites() -> None:
     core = running()
-    assert actions(core.handle(SignalReceived("SIGINT", at()))) == [Stop("j1"), SaveState()]
-    assert actions(core.handle(SignalReceived("SIGINT", at(1)))) == [Kill("j1")]
-    core.handle(SiteEnded("j1", -9, None))
+    assert actions(core.handle(steps.SignalReceived("SIGINT", at()))) == [
+        steps.Stop("j1"),
+        steps.SaveState(),
+    ]
+    assert actions(core.handle(steps.SignalReceived("SIGINT", at(1)))) == [steps.Kill("j1")]
+    core.handle(steps.SiteEnded("j1", -9, None))
     assert core.file.jobs["j1"].state == "stopped"
     assert core.done
     assert core.signal == "SIGINT"
@@ -329,8 +314,8 @@ def test_a_second_ctrl_c_kills_the_sites() -> None:
 
 def test_an_abort_kills_every_site_and_starts_none_again() -> None:
     core = running()
-    assert actions(core.handle(Abort(at()))) == [Kill("j1"), SaveState()]
-    core.handle(SiteEnded("j1", -9, None))
+    assert actions(core.handle(steps.Abort(at()))) == [steps.Kill("j1"), steps.SaveState()]
+    core.handle(steps.SiteEnded("j1", -9, None))
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "shutdown")
     assert core.done
 
@@ -363,8 +348,8 @@ def test_what_a_restarted_agent_resumes(
     file: dict[str, object], launched: bool, state: str, stop_reason: str | None
 ) -> None:
     core = agent(**file)
-    effects = actions(core.handle(Recover({"j1": LOG}, at())))
-    assert (Launch("j1", resume=True) in effects) is launched
+    effects = actions(core.handle(steps.Recover({"j1": LOG}, at())))
+    assert (steps.Launch("j1", resume=True) in effects) is launched
     resumed = core.file.jobs["j1"]
     assert (resumed.state, resumed.stop_reason) == (state, stop_reason)
     assert resumed.pid is None  # its site is gone; a resume starts another
@@ -375,15 +360,15 @@ def test_what_a_restarted_agent_resumes(
 # -- what the site logs ------------------------------------------------------------------
 
 
-def telemetry(effects: list[Effect]) -> list[str]:
-    return [e.sample.kind for e in effects if isinstance(e, SendTelemetry)]
+def telemetry(effects: list[steps.Effect]) -> list[str]:
+    return [e.sample.kind for e in effects if isinstance(e, steps.SendTelemetry)]
 
 
 def test_the_first_started_event_makes_the_job_running() -> None:
     core = agent()
     core.handle(arrived("start_job"))
     started = TrainingStarted(time=1.0, step=0, total_steps=100, params=9)
-    assert core.handle(SiteLogged("j1", started, at())) == [SaveState()]
+    assert core.handle(steps.SiteLogged("j1", started, at())) == [steps.SaveState()]
     assert core.file.jobs["j1"].state == "running"
 
 
@@ -392,30 +377,30 @@ def test_step_samples_are_throttled_evaluations_and_the_end_are_not() -> None:
     sent = []
     for seconds, step in [(1.0, 1), (1.5, 2), (2.1, 3)]:
         logged = StepDone(time=seconds, step=step, loss=1.0, epoch=0)
-        sent += telemetry(core.handle(SiteLogged("j1", logged, at(seconds))))
+        sent += telemetry(core.handle(steps.SiteLogged("j1", logged, at(seconds))))
     assert sent == ["step", "step"]  # 1.5 s came 0.5 s after the last sample
     evaluated = Evaluated(time=3.0, step=3, test_accuracy=0.5, test_loss=1.0)
-    effects = core.handle(SiteLogged("j1", evaluated, at(2.2)))
+    effects = core.handle(steps.SiteLogged("j1", evaluated, at(2.2)))
     assert telemetry(effects) == ["eval"]
-    assert ReportToRegistry([0.5, 0.5], 0.5, 100, "sig", "j1.3") in effects
+    assert steps.ReportToRegistry([0.5, 0.5], 0.5, 100, "sig", "j1.3") in effects
     end = TrainingFinished(time=9.0, step=100, stopped=False, test_accuracy=0.9)
-    effects = core.handle(SiteLogged("j1", end, at(2.3)))
+    effects = core.handle(steps.SiteLogged("j1", end, at(2.3)))
     assert telemetry(effects) == ["end"]
-    assert ReportToRegistry([0.5, 0.5], 0.9, 100, "sig", "j1.100") in effects
+    assert steps.ReportToRegistry([0.5, 0.5], 0.9, 100, "sig", "j1.100") in effects
 
 
 def test_without_a_registry_nothing_is_reported_to_one() -> None:
     core = AgentCore("a", Limits(2, 10.0, 1.0, registry=False), AgentFile(), CommandLedger())
     core.handle(arrived("start_job"))
     evaluated = Evaluated(time=3.0, step=3, test_accuracy=0.5, test_loss=1.0)
-    effects = core.handle(SiteLogged("j1", evaluated, at()))
+    effects = core.handle(steps.SiteLogged("j1", evaluated, at()))
     assert telemetry(effects) == ["eval"]
-    assert not any(isinstance(e, ReportToRegistry) for e in effects)
+    assert not any(isinstance(e, steps.ReportToRegistry) for e in effects)
 
 
 def test_the_registry_id_it_learns_is_saved() -> None:
     core = agent()
-    assert core.handle(RegistryJoined("site-1")) == [SaveState()]
+    assert core.handle(steps.RegistryJoined("site-1")) == [steps.SaveState()]
     assert core.file.registry_id == "site-1"
 
 

@@ -8,10 +8,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from atoll.platform.control.schemas import JobOut
 from atoll.platform.service.client import ServiceError, ServiceUnavailable
-from atoll.web.api.deps import App, AppDep, SessionDep, WriterDep, render
+from atoll.web.api.deps import App, AppDep, SessionDep, WriterDep, render, render_listing
 from atoll.web.flash import Flash
 from atoll.web.views import jobform, series
-from atoll.web.views.paging import Column, Pager, aria_sort, page_request, query_url, sort_href
+from atoll.web.views.paging import Column, Pager, page_request, query_url
 
 router = APIRouter()
 STATES = ("pending", "running", "paused", "completed", "failed", "cancelled")
@@ -39,19 +39,16 @@ def jobs(request: Request, web: AppDep, session: SessionDep) -> HTMLResponse:
     pager = Pager(
         paging, page.value.total if page.value else 0, len(page.value.jobs) if page.value else 0
     )
-    return render(
+    return render_listing(
         request,
         "jobs.html",
         session,
+        "/jobs",
+        pager,
+        params,
         page=page,
-        pager=pager,
         state=state,
         states=STATES,
-        paging=paging,
-        params=params,
-        sort_href=sort_href,
-        aria_sort=aria_sort,
-        page_links=pager.links("/jobs", params),
         summary=job_summary,
     )
 

@@ -9,11 +9,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from atoll.platform.control.schemas import SiteOut
 from atoll.platform.service.client import ServiceError, ServiceUnavailable
 from atoll.registry.schemas import Site as RegistrySite
-from atoll.web.api.deps import App, AppDep, SessionDep, WriterDep, render
+from atoll.web.api.deps import App, AppDep, SessionDep, WriterDep, render, render_listing
 from atoll.web.backends import Fetched
 from atoll.web.flash import Flash
 from atoll.web.views import svg
-from atoll.web.views.paging import Column, Pager, aria_sort, page_request, query_url, sort_href
+from atoll.web.views.paging import Column, Pager, page_request, query_url
 
 router = APIRouter()
 COLUMNS = (
@@ -56,19 +56,16 @@ def sites(request: Request, web: AppDep, session: SessionDep) -> HTMLResponse:
     params = {**filters, "size": str(paging.size), "sort": paging.sort}
     total = page.value.total if page.value else 0
     pager = Pager(paging, total, len(page.value.sites) if page.value else 0)
-    return render(
+    return render_listing(
         request,
         "sites.html",
         session,
+        "/sites",
+        pager,
+        params,
         page=page,
-        pager=pager,
         filters=filters,
         columns=COLUMNS,
-        paging=paging,
-        params=params,
-        sort_href=sort_href,
-        aria_sort=aria_sort,
-        page_links=pager.links("/sites", params),
     )
 
 
