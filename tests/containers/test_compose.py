@@ -18,6 +18,7 @@ from integration.control.harness import DIGITS_JOB, SITES, job_end, site_clock, 
 from support import require
 
 from atoll.platform.control.client import ControlClient
+from atoll.platform.control.schemas import SiteOut
 from atoll.registry.client import RegistryClient
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(2400)]
@@ -82,16 +83,20 @@ def test_every_service_comes_up_healthy_and_each_role_answers(
     for service, port in (("registry", 8700), ("control", 8800)):
         ready = httpx.get(f"{project.url(service, port)}/readyz", timeout=10)
         assert ready.status_code == 200, (service, ready.text)
-    # Each agent registered itself with the registry and heartbeats on the bus.
-    registry = RegistryClient(project.url("registry", 8700), project.admin_token)
-    with registry:
-        registered = {s.name: s for s in registry.iter_sites()}
-    assert {name: s.region for name, s in registered.items()} == SITES
-    assert all(s.status == "live" for s in registered.values())
-    sites = {s.name: s for s in control.sites().sites}
-    assert set(sites) == set(SITES)
-    assert all(s.online and s.agent_state == "idle" for s in sites.values())
-    assert {s.geo_endpoint for s in sites.values()} == {f"{edge(n)}:9400" for n in SITES}
+    # Each agent registers itself with the registry and heartbeats on the bus. "Healthy" is
+    # the agent's own probe: its first registry report and status may come a moment later.
+    with RegistryClient(project.url("registry", 8700), project.admin_token) as registry:
+
+        def registered() -> dict[str, str]:
+            return {s.name: s.region for s in registry.iter_sites() if s.status == "live"}
+
+        wait_for("every agent registered and live", lambda: registered() == SITES, 120)
+
+    def idle_sites() -> dict[str, SiteOut]:
+        return {s.name: s for s in control.sites().sites if s.online and s.agent_state == "idle"}
+
+    wait_for("every agent online and idle", lambda: set(idle_sites()) == set(SITES), 120)
+    assert {s.geo_endpoint for s in idle_sites().values()} == {f"{edge(n)}:9400" for n in SITES}
 
 
 def test_a_job_runs_across_the_three_agent_containers(control: ControlClient) -> None:
