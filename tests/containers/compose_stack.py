@@ -108,6 +108,7 @@ class ComposeProject:
             "ATOLL_ADMIN_TOKEN": self.admin_token,
             "POSTGRES_PASSWORD": secrets.token_hex(24),
             "REDIS_PASSWORD": secrets.token_hex(24),
+            "ATOLL_WEB_SECRET": secrets.token_hex(32),
             "ATOLL_IMAGE": image,
             **BASE_IMAGES,
         }

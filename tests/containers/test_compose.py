@@ -78,11 +78,14 @@ def test_every_service_comes_up_healthy_and_each_role_answers(
     project: ComposeProject, control: ControlClient
 ) -> None:
     assert project.health() == dict.fromkeys(
-        ["redis", "postgres", "registry", "control", *map(edge, SITES)], "healthy"
+        ["redis", "postgres", "registry", "control", "web", *map(edge, SITES)], "healthy"
     )
-    for service, port in (("registry", 8700), ("control", 8800)):
+    for service, port in (("registry", 8700), ("control", 8800), ("web", 8900)):
         ready = httpx.get(f"{project.url(service, port)}/readyz", timeout=10)
         assert ready.status_code == 200, (service, ready.text)
+    # The dashboard's login page, served from the container.
+    login = httpx.get(f"{project.url('web', 8900)}/login", timeout=10)
+    assert login.status_code == 200 and 'type="password"' in login.text
     # Each agent registers itself with the registry and heartbeats on the bus. "Healthy" is
     # the agent's own probe: its first registry report and status may come a moment later.
     with RegistryClient(project.url("registry", 8700), project.admin_token) as registry:
