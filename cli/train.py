@@ -1,8 +1,9 @@
 """`atoll train`: one site (K workers, S shards, BSP), or a geo job of N site processes."""
 
+import functools
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -29,9 +30,6 @@ from atoll.platform.core.signals import stop_signals
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.spec import SiteJob
 
-if TYPE_CHECKING:
-    pass
-
 EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 GEO_RUN_PANEL = "Geo job only (--job, or --sites N > 1)"
 SITE_PANEL = "One site only (no --job, --sites 1)"
@@ -49,6 +47,15 @@ def _either(site_field: str, geo_field: str, help: str, unset: str = "all", **ex
     defaults = f"one site: {unset if site_default is None else site_default}; "
     defaults += f"geo: {o.spec_default(geo_field)}"
     return typer.Option(help=help, show_default=defaults, rich_help_panel=o.TRAINING_PANEL, **extra)
+
+
+def _mode_option(panel: str, help: str, shown_default: str, **limits: Any) -> Any:
+    """An option of one mode only (`panel` says which); `train` refuses it in the other."""
+    return typer.Option(help=help, show_default=shown_default, rich_help_panel=panel, **limits)
+
+
+_geo_only = functools.partial(_mode_option, GEO_RUN_PANEL)
+_site_only = functools.partial(_mode_option, SITE_PANEL)
 
 
 @o.with_job_options(leave_out=("sites", "clocks", "batch_size", "eval_every", "eval_samples"))
@@ -92,62 +99,22 @@ def train(
         ),
     ] = None,
     overwrite: o.Overwrite = False,
-    tls: Annotated[
-        bool | None,
-        typer.Option(
-            help="TLS on every link (throwaway job CA).",
-            show_default="no",
-            rich_help_panel=GEO_RUN_PANEL,
-        ),
-    ] = None,
+    tls: Annotated[bool | None, _geo_only("TLS on every link (throwaway job CA).", "no")] = None,
     site_restarts: Annotated[
-        int | None,
-        typer.Option(
-            min=0,
-            help="Times a dead site is restarted to rejoin.",
-            show_default="2",
-            rich_help_panel=GEO_RUN_PANEL,
-        ),
+        int | None, _geo_only("Times a dead site is restarted to rejoin.", "2", min=0)
     ] = None,
-    epochs: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Epochs over the site's data.", show_default="1", rich_help_panel=SITE_PANEL
-        ),
-    ] = None,
+    epochs: Annotated[int | None, _site_only("Epochs over the site's data.", "1", min=1)] = None,
     dedicated_shards: Annotated[
-        bool | None,
-        typer.Option(
-            help="Run shards on server ranks of their own, not on workers.",
-            show_default="no",
-            rich_help_panel=SITE_PANEL,
-        ),
+        bool | None, _site_only("Run shards on server ranks of their own, not on workers.", "no")
     ] = None,
     threads: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Torch threads per rank.",
-            show_default="shares the cores",
-            rich_help_panel=SITE_PANEL,
-        ),
+        int | None, _site_only("Torch threads per rank.", "shares the cores", min=1)
     ] = None,
     checkpoint_every: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Clocks between checkpoints.",
-            show_default="100",
-            rich_help_panel=SITE_PANEL,
-        ),
+        int | None, _site_only("Clocks between checkpoints.", "100", min=1)
     ] = None,
     resume: Annotated[
-        bool | None,
-        typer.Option(
-            help="Continue the run in --out from its last checkpoint.",
-            show_default="no",
-            rich_help_panel=SITE_PANEL,
-        ),
+        bool | None, _site_only("Continue the run in --out from its last checkpoint.", "no")
     ] = None,
     job_options: dict[str, Any] | None = None,
 ) -> None:
