@@ -40,13 +40,20 @@ GEO_ONLY = (
 )  # fmt: skip
 
 
-def _either(site_field: str, geo_field: str, help: str, unset: str = "all", **extra: Any) -> Any:
-    """An option whose default depends on the mode: SiteJob's for one site, GeoJob's else
-    (`unset` says what SiteJob's None means)."""
-    site_default = SiteJob.model_fields[site_field].default
+def _either(name: str, site_field: str = "", unset: str = "all", help: str = "") -> Any:
+    """The job option `name` (its help unless given, its limits), for both modes: its
+    default is SiteJob's `site_field` (else `name`) for one site, GeoJob's else (`unset`
+    says what SiteJob's None means)."""
+    option = o.JOB_OPTIONS[name]
+    site_default = SiteJob.model_fields[site_field or name].default
     defaults = f"one site: {unset if site_default is None else site_default}; "
-    defaults += f"geo: {o.spec_default(geo_field)}"
-    return typer.Option(help=help, show_default=defaults, rich_help_panel=o.TRAINING_PANEL, **extra)
+    defaults += f"geo: {o.spec_default(option.spec_field)}"
+    return typer.Option(
+        help=help or option.help,
+        show_default=defaults,
+        rich_help_panel=o.TRAINING_PANEL,
+        **option.limits,
+    )
 
 
 def _mode_option(panel: str, help: str, shown_default: str, **limits: Any) -> Any:
@@ -73,23 +80,11 @@ def train(
     ] = None,
     steps: Annotated[
         int | None,
-        _either(
-            "steps", "clocks", "Stop after this many clocks (geo: `clocks`).", "--epochs", min=1
-        ),
+        _either("clocks", "steps", "--epochs", "Stop after this many clocks (geo: `clocks`)."),
     ] = None,
-    batch_size: Annotated[
-        int | None, _either("batch_size", "batch_size", "Batch per worker.", min=1)
-    ] = None,
-    eval_every: Annotated[
-        int | None,
-        _either(
-            "eval_every", "eval_every", "Clocks between test evaluations.", "each epoch", min=1
-        ),
-    ] = None,
-    eval_samples: Annotated[
-        int | None,
-        _either("eval_samples", "eval_samples", "Test images per periodic evaluation.", min=1),
-    ] = None,
+    batch_size: Annotated[int | None, _either("batch_size")] = None,
+    eval_every: Annotated[int | None, _either("eval_every", unset="each epoch")] = None,
+    eval_samples: Annotated[int | None, _either("eval_samples")] = None,
     comm_timeout: Annotated[
         float | None,
         typer.Option(
