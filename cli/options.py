@@ -39,93 +39,68 @@ class JobOption:
     limits: dict[str, Any] = field(default_factory=dict)  # typer's min and max
 
 
+def _option(panel: str, spec_field: str, kind: Any, help: str, **limits: Any) -> JobOption:
+    return JobOption(spec_field, kind, help, panel, limits)
+
+
+_job = functools.partial(_option, JOB_PANEL)
+_training = functools.partial(_option, TRAINING_PANEL)
+_geo = functools.partial(_option, GEO_PANEL)
+
 # Every job option, in the order `--help` lists them within their panels.
 JOB_OPTIONS: dict[str, JobOption] = {
-    "topology": JobOption(
-        "topology", str, "lan, three-continents, gaia-11, or a topology .yaml file.", JOB_PANEL
-    ),
-    "sites": JobOption("sites", int, "Use the topology's first N sites.", JOB_PANEL, {"min": 1}),
-    "dataset": JobOption("dataset", DatasetName, "Training data.", JOB_PANEL),
-    "data_dir": JobOption(
-        "data_dir", Path, "Folder holding the datasets (else $ATOLL_DATA_DIR).", JOB_PANEL
-    ),
-    "partition": JobOption(
+    "topology": _job("topology", str, "lan, three-continents, gaia-11, or a topology .yaml file."),
+    "sites": _job("sites", int, "Use the topology's first N sites.", min=1),
+    "dataset": _job("dataset", DatasetName, "Training data."),
+    "data_dir": _job("data_dir", Path, "Folder holding the datasets (else $ATOLL_DATA_DIR)."),
+    "partition": _job(
         "partition",
         str,
         "How the training set splits across sites: iid, label-skew:C, dirichlet:A.",
-        JOB_PANEL,
     ),
-    "model": JobOption("model", ModelName, "Model from the zoo.", JOB_PANEL),
-    "workers": JobOption("workers", int, "Worker ranks per site (K).", JOB_PANEL, {"min": 1}),
-    "shards": JobOption(
-        "shards", int, "Parameter-server shards per site (S).", JOB_PANEL, {"min": 1}
+    "model": _job("model", ModelName, "Model from the zoo."),
+    "workers": _job("workers", int, "Worker ranks per site (K).", min=1),
+    "shards": _job("shards", int, "Parameter-server shards per site (S).", min=1),
+    "seed": _job("seed", int, "Seed of the model, the data split and order."),
+    "batch_size": _training("batch_size", int, "Batch per worker.", min=1),
+    "optimizer": _training("optimizer.name", OptimizerName, "Optimizer."),
+    "lr": _training("optimizer.lr", float, "Learning rate; default 0.05 (sgd), 0.001 (adam)."),
+    "momentum": _training("optimizer.momentum", float, "SGD momentum, below 1.", min=0),
+    "weight_decay": _training("optimizer.weight_decay", float, "Weight decay.", min=0),
+    "lr_schedule": _training(
+        "optimizer.schedule", Literal["constant", "cosine"], "Learning-rate schedule."
     ),
-    "seed": JobOption("seed", int, "Seed of the model, the data split and order.", JOB_PANEL),
-    "batch_size": JobOption("batch_size", int, "Batch per worker.", TRAINING_PANEL, {"min": 1}),
-    "optimizer": JobOption("optimizer.name", OptimizerName, "Optimizer.", TRAINING_PANEL),
-    "lr": JobOption(
-        "optimizer.lr", float, "Learning rate; default 0.05 (sgd), 0.001 (adam).", TRAINING_PANEL
+    "clocks": _training("clocks", int, "Site iterations to run.", min=1),
+    "target_accuracy": _training(
+        "target_accuracy", float, "Accuracy whose time of arrival is reported.", min=0, max=1
     ),
-    "momentum": JobOption(
-        "optimizer.momentum", float, "SGD momentum, below 1.", TRAINING_PANEL, {"min": 0}
+    "stop_at_target": _training(
+        "stop_at_target", bool, "Stop once the target accuracy is reached."
     ),
-    "weight_decay": JobOption(
-        "optimizer.weight_decay", float, "Weight decay.", TRAINING_PANEL, {"min": 0}
+    "eval_every": _training("eval_every", int, "Clocks between test evaluations.", min=1),
+    "eval_samples": _training("eval_samples", int, "Test images per periodic evaluation.", min=1),
+    "geo": _geo("geo.policy", PolicyName, "Geo policy between sites."),
+    "threshold": _geo("geo.threshold", float, "asp: significance threshold (0.01 = 1%).", min=0),
+    "threshold_schedule": _geo(
+        "geo.threshold_schedule", ScheduleKind, "asp: how the threshold decays."
     ),
-    "lr_schedule": JobOption(
-        "optimizer.schedule",
-        Literal["constant", "cosine"],
-        "Learning-rate schedule.",
-        TRAINING_PANEL,
-    ),
-    "clocks": JobOption("clocks", int, "Site iterations to run.", TRAINING_PANEL, {"min": 1}),
-    "target_accuracy": JobOption(
-        "target_accuracy",
-        float,
-        "Accuracy whose time of arrival is reported.",
-        TRAINING_PANEL,
-        {"min": 0, "max": 1},
-    ),
-    "stop_at_target": JobOption(
-        "stop_at_target", bool, "Stop once the target accuracy is reached.", TRAINING_PANEL
-    ),
-    "eval_every": JobOption(
-        "eval_every", int, "Clocks between test evaluations.", TRAINING_PANEL, {"min": 1}
-    ),
-    "eval_samples": JobOption(
-        "eval_samples", int, "Test images per periodic evaluation.", TRAINING_PANEL, {"min": 1}
-    ),
-    "geo": JobOption("geo.policy", PolicyName, "Geo policy between sites.", GEO_PANEL),
-    "threshold": JobOption(
-        "geo.threshold", float, "asp: significance threshold (0.01 = 1%).", GEO_PANEL, {"min": 0}
-    ),
-    "threshold_schedule": JobOption(
-        "geo.threshold_schedule", ScheduleKind, "asp: how the threshold decays.", GEO_PANEL
-    ),
-    "budget_mbps": JobOption(
+    "budget_mbps": _geo(
         "geo.budget_mbps",
         float,
         "asp: adapt the threshold to keep each site's WAN egress near this.",
-        GEO_PANEL,
-        {"min": 0},
+        min=0,
     ),
-    "staleness": JobOption(
-        "geo.staleness", int, "asp: mirror clock bound DS.", GEO_PANEL, {"min": 0}
-    ),
-    "values": JobOption(
-        "geo.value_type", ValueType, "asp: precision of the values sent.", GEO_PANEL
-    ),
-    "lookahead": JobOption(
+    "staleness": _geo("geo.staleness", int, "asp: mirror clock bound DS.", min=0),
+    "values": _geo("geo.value_type", ValueType, "asp: precision of the values sent."),
+    "lookahead": _geo(
         "geo.lookahead",
         float,
         "asp: take gradients this share of the way to where the mirrors' undelivered "
         "steps will move the replica (0 = off; keeps the full momentum when on).",
-        GEO_PANEL,
-        {"min": 0, "max": 2},
+        min=0,
+        max=2,
     ),
-    "period": JobOption(
-        "geo.period", int, "fedavg, diloco: local clocks per round.", GEO_PANEL, {"min": 1}
-    ),
+    "period": _geo("geo.period", int, "fedavg, diloco: local clocks per round.", min=1),
 }
 
 

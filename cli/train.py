@@ -1,8 +1,9 @@
 """`atoll train`: one site (K workers, S shards, BSP), or a geo job of N site processes."""
 
+import functools
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -29,9 +30,6 @@ from atoll.platform.core.signals import stop_signals
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.spec import SiteJob
 
-if TYPE_CHECKING:
-    pass
-
 EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 GEO_RUN_PANEL = "Geo job only (--job, or --sites N > 1)"
 SITE_PANEL = "One site only (no --job, --sites 1)"
@@ -42,13 +40,29 @@ GEO_ONLY = (
 )  # fmt: skip
 
 
-def _either(site_field: str, geo_field: str, help: str, unset: str = "all", **extra: Any) -> Any:
-    """An option whose default depends on the mode: SiteJob's for one site, GeoJob's else
-    (`unset` says what SiteJob's None means)."""
-    site_default = SiteJob.model_fields[site_field].default
+def _either(name: str, site_field: str = "", unset: str = "all", help: str = "") -> Any:
+    """The job option `name` (its help unless given, its limits), for both modes: its
+    default is SiteJob's `site_field` (else `name`) for one site, GeoJob's else (`unset`
+    says what SiteJob's None means)."""
+    option = o.JOB_OPTIONS[name]
+    site_default = SiteJob.model_fields[site_field or name].default
     defaults = f"one site: {unset if site_default is None else site_default}; "
-    defaults += f"geo: {o.spec_default(geo_field)}"
-    return typer.Option(help=help, show_default=defaults, rich_help_panel=o.TRAINING_PANEL, **extra)
+    defaults += f"geo: {o.spec_default(option.spec_field)}"
+    return typer.Option(
+        help=help or option.help,
+        show_default=defaults,
+        rich_help_panel=o.TRAINING_PANEL,
+        **option.limits,
+    )
+
+
+def _mode_option(panel: str, help: str, shown_default: str, **limits: Any) -> Any:
+    """An option of one mode only (`panel` says which); `train` refuses it in the other."""
+    return typer.Option(help=help, show_default=shown_default, rich_help_panel=panel, **limits)
+
+
+_geo_only = functools.partial(_mode_option, GEO_RUN_PANEL)
+_site_only = functools.partial(_mode_option, SITE_PANEL)
 
 
 @o.with_job_options(leave_out=("sites", "clocks", "batch_size", "eval_every", "eval_samples"))
@@ -66,23 +80,11 @@ def train(
     ] = None,
     steps: Annotated[
         int | None,
-        _either(
-            "steps", "clocks", "Stop after this many clocks (geo: `clocks`).", "--epochs", min=1
-        ),
+        _either("clocks", "steps", "--epochs", "Stop after this many clocks (geo: `clocks`)."),
     ] = None,
-    batch_size: Annotated[
-        int | None, _either("batch_size", "batch_size", "Batch per worker.", min=1)
-    ] = None,
-    eval_every: Annotated[
-        int | None,
-        _either(
-            "eval_every", "eval_every", "Clocks between test evaluations.", "each epoch", min=1
-        ),
-    ] = None,
-    eval_samples: Annotated[
-        int | None,
-        _either("eval_samples", "eval_samples", "Test images per periodic evaluation.", min=1),
-    ] = None,
+    batch_size: Annotated[int | None, _either("batch_size")] = None,
+    eval_every: Annotated[int | None, _either("eval_every", unset="each epoch")] = None,
+    eval_samples: Annotated[int | None, _either("eval_samples")] = None,
     comm_timeout: Annotated[
         float | None,
         typer.Option(
@@ -92,62 +94,22 @@ def train(
         ),
     ] = None,
     overwrite: o.Overwrite = False,
-    tls: Annotated[
-        bool | None,
-        typer.Option(
-            help="TLS on every link (throwaway job CA).",
-            show_default="no",
-            rich_help_panel=GEO_RUN_PANEL,
-        ),
-    ] = None,
+    tls: Annotated[bool | None, _geo_only("TLS on every link (throwaway job CA).", "no")] = None,
     site_restarts: Annotated[
-        int | None,
-        typer.Option(
-            min=0,
-            help="Times a dead site is restarted to rejoin.",
-            show_default="2",
-            rich_help_panel=GEO_RUN_PANEL,
-        ),
+        int | None, _geo_only("Times a dead site is restarted to rejoin.", "2", min=0)
     ] = None,
-    epochs: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Epochs over the site's data.", show_default="1", rich_help_panel=SITE_PANEL
-        ),
-    ] = None,
+    epochs: Annotated[int | None, _site_only("Epochs over the site's data.", "1", min=1)] = None,
     dedicated_shards: Annotated[
-        bool | None,
-        typer.Option(
-            help="Run shards on server ranks of their own, not on workers.",
-            show_default="no",
-            rich_help_panel=SITE_PANEL,
-        ),
+        bool | None, _site_only("Run shards on server ranks of their own, not on workers.", "no")
     ] = None,
     threads: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Torch threads per rank.",
-            show_default="shares the cores",
-            rich_help_panel=SITE_PANEL,
-        ),
+        int | None, _site_only("Torch threads per rank.", "shares the cores", min=1)
     ] = None,
     checkpoint_every: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Clocks between checkpoints.",
-            show_default="100",
-            rich_help_panel=SITE_PANEL,
-        ),
+        int | None, _site_only("Clocks between checkpoints.", "100", min=1)
     ] = None,
     resume: Annotated[
-        bool | None,
-        typer.Option(
-            help="Continue the run in --out from its last checkpoint.",
-            show_default="no",
-            rich_help_panel=SITE_PANEL,
-        ),
+        bool | None, _site_only("Continue the run in --out from its last checkpoint.", "no")
     ] = None,
     job_options: dict[str, Any] | None = None,
 ) -> None:

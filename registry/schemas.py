@@ -147,7 +147,12 @@ class SitePage(BaseModel):
     next_cursor: str | None = Field(description=_NEXT)
 
 
-class SiteFilters(Request):
+class PageQuery(Request):
+    limit: int = Field(100, ge=1, le=500, description="Records per page.")
+    cursor: str | None = Field(None, max_length=512, description="From the previous page.")
+
+
+class SiteFilters(PageQuery):
     region: Name | None = Field(None, description="Only sites in this region.")
     status: SiteStatus | None = Field(
         None, description="Only sites in this state; default: live and stale (not deregistered)."
@@ -156,8 +161,6 @@ class SiteFilters(Request):
         None, description="Only sites whose latest report has it."
     )
     name: Name | None = Field(None, description="Only the site with this name.")
-    limit: int = Field(100, ge=1, le=500, description="Sites per page.")
-    cursor: str | None = Field(None, max_length=512, description="From the previous page.")
 
 
 class ReportCreate(Request):
@@ -190,11 +193,6 @@ class Report(BaseModel):
 class ReportPage(BaseModel):
     reports: list[Report] = Field(description="newest first")
     next_cursor: str | None = Field(description=_NEXT)
-
-
-class PageQuery(Request):
-    limit: int = Field(100, ge=1, le=500, description="Records per page.")
-    cursor: str | None = Field(None, max_length=512, description="From the previous page.")
 
 
 class NeighbourParams(Request):

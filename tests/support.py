@@ -5,6 +5,7 @@ import functools
 import io
 import os
 import socket
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,3 +94,21 @@ def atoll_in_process(*args: str) -> CliResult:
     finally:
         sys.argv = argv
     return CliResult(code, stdout.getvalue(), stderr.getvalue())
+
+
+def start_train(out: Path, *args: str) -> subprocess.Popen[str]:
+    """`atoll train --out OUT ARGS` in a process of its own, its output captured as text."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "atoll.cli", "train", "--out", str(out), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -8,18 +8,7 @@ control plane can share a database with the registry. The Alembic migrations in
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Text,
-)
+import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from atoll.platform.bus.messages import CommandKind
@@ -30,28 +19,28 @@ ID_LENGTH = 36
 NAME_LENGTH = 64
 STATE_LENGTH = 16
 # An autoincrementing 64-bit key; SQLite autoincrements only an INTEGER PRIMARY KEY.
-SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+SERIAL = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
+    metadata = sa.MetaData(naming_convention=NAMING)
 
 
 class Job(Base):
     __tablename__ = "control_jobs"
 
-    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
-    name: Mapped[str] = mapped_column(String(128))
-    spec: Mapped[dict[str, Any]] = mapped_column(JSON)  # the GeoJob, as submitted
-    tls: Mapped[bool] = mapped_column(Boolean)
+    id: Mapped[str] = mapped_column(sa.String(ID_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(128))
+    spec: Mapped[dict[str, Any]] = mapped_column(sa.JSON)  # the GeoJob, as submitted
+    tls: Mapped[bool] = mapped_column(sa.Boolean)
     state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, STATE_LENGTH), index=True)
-    message: Mapped[str | None] = mapped_column(Text)
-    sites: Mapped[list[str]] = mapped_column(JSON)  # in the topology's order
-    shards: Mapped[int] = mapped_column(Integer)
-    clocks: Mapped[int] = mapped_column(Integer)
-    params: Mapped[int | None] = mapped_column(BigInteger)
-    bsp_bytes_per_clock: Mapped[int | None] = mapped_column(BigInteger)
-    secret: Mapped[str | None] = mapped_column(String(128))  # never leaves through the API
+    message: Mapped[str | None] = mapped_column(sa.Text)
+    sites: Mapped[list[str]] = mapped_column(sa.JSON)  # in the topology's order
+    shards: Mapped[int] = mapped_column(sa.Integer)
+    clocks: Mapped[int] = mapped_column(sa.Integer)
+    params: Mapped[int | None] = mapped_column(sa.BigInteger)
+    bsp_bytes_per_clock: Mapped[int | None] = mapped_column(sa.BigInteger)
+    secret: Mapped[str | None] = mapped_column(sa.String(128))  # never leaves through the API
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -64,25 +53,25 @@ class JobSite(Base):
     __tablename__ = "control_job_sites"
 
     job_id: Mapped[str] = mapped_column(
-        ForeignKey("control_jobs.id", ondelete="CASCADE"), primary_key=True
+        sa.ForeignKey("control_jobs.id", ondelete="CASCADE"), primary_key=True
     )
-    site: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True, index=True)
-    position: Mapped[int] = mapped_column(Integer)
+    site: Mapped[str] = mapped_column(sa.String(NAME_LENGTH), primary_key=True, index=True)
+    position: Mapped[int] = mapped_column(sa.Integer)
     state: Mapped[SiteState] = mapped_column(StrEnumColumn(SiteState, STATE_LENGTH))
-    clock: Mapped[int] = mapped_column(Integer, default=0)
-    total_clocks: Mapped[int | None] = mapped_column(Integer)
-    accuracy: Mapped[float | None] = mapped_column(Float)
-    final_accuracy: Mapped[float | None] = mapped_column(Float)
-    wan_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
-    stall_s: Mapped[float] = mapped_column(Float, default=0.0)
-    restarts: Mapped[int] = mapped_column(Integer, default=0)
-    stop_reason: Mapped[str | None] = mapped_column(String(STATE_LENGTH))
-    message: Mapped[str | None] = mapped_column(Text)
-    samples: Mapped[int | None] = mapped_column(BigInteger)
-    started_at: Mapped[float | None] = mapped_column(Float)  # the site's clock, epoch seconds
-    finished_at: Mapped[float | None] = mapped_column(Float)
-    progress_at: Mapped[float | None] = mapped_column(Float)  # time of the newest figures
-    advanced_at: Mapped[float | None] = mapped_column(Float)  # when its clock last moved (here)
+    clock: Mapped[int] = mapped_column(sa.Integer, default=0)
+    total_clocks: Mapped[int | None] = mapped_column(sa.Integer)
+    accuracy: Mapped[float | None] = mapped_column(sa.Float)
+    final_accuracy: Mapped[float | None] = mapped_column(sa.Float)
+    wan_bytes: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    stall_s: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    restarts: Mapped[int] = mapped_column(sa.Integer, default=0)
+    stop_reason: Mapped[str | None] = mapped_column(sa.String(STATE_LENGTH))
+    message: Mapped[str | None] = mapped_column(sa.Text)
+    samples: Mapped[int | None] = mapped_column(sa.BigInteger)
+    started_at: Mapped[float | None] = mapped_column(sa.Float)  # the site's clock, epoch seconds
+    finished_at: Mapped[float | None] = mapped_column(sa.Float)
+    progress_at: Mapped[float | None] = mapped_column(sa.Float)  # time of the newest figures
+    advanced_at: Mapped[float | None] = mapped_column(sa.Float)  # when its clock last moved (here)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
@@ -92,20 +81,20 @@ class Site(Base):
 
     __tablename__ = "control_sites"
 
-    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(NAME_LENGTH), primary_key=True)
     state: Mapped[SiteStatus] = mapped_column(StrEnumColumn(SiteStatus, STATE_LENGTH))
-    agent_state: Mapped[str | None] = mapped_column(String(STATE_LENGTH))
-    online: Mapped[bool] = mapped_column(Boolean, default=False)
-    region: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
-    registry_id: Mapped[str | None] = mapped_column(String(ID_LENGTH))
-    geo_host: Mapped[str | None] = mapped_column(String(255))
-    geo_port: Mapped[int | None] = mapped_column(Integer)
-    geo_ports: Mapped[int] = mapped_column(Integer, default=0)
-    version: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
-    incarnation: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
-    status_seq: Mapped[int] = mapped_column(BigInteger, default=0)
-    status_time: Mapped[float] = mapped_column(Float, default=0.0)
-    duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    agent_state: Mapped[str | None] = mapped_column(sa.String(STATE_LENGTH))
+    online: Mapped[bool] = mapped_column(sa.Boolean, default=False)
+    region: Mapped[str | None] = mapped_column(sa.String(NAME_LENGTH))
+    registry_id: Mapped[str | None] = mapped_column(sa.String(ID_LENGTH))
+    geo_host: Mapped[str | None] = mapped_column(sa.String(255))
+    geo_port: Mapped[int | None] = mapped_column(sa.Integer)
+    geo_ports: Mapped[int] = mapped_column(sa.Integer, default=0)
+    version: Mapped[str | None] = mapped_column(sa.String(NAME_LENGTH))
+    incarnation: Mapped[str | None] = mapped_column(sa.String(NAME_LENGTH))
+    status_seq: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    status_time: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    duplicates: Mapped[int] = mapped_column(sa.Integer, default=0)
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -114,23 +103,23 @@ class Site(Base):
 class Command(Base):
     __tablename__ = "control_commands"
 
-    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
-    site: Mapped[str] = mapped_column(String(NAME_LENGTH))
-    job_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), index=True)
-    kind: Mapped[CommandKind] = mapped_column(String(STATE_LENGTH))
-    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # holds secrets: never listed
+    id: Mapped[str] = mapped_column(sa.String(ID_LENGTH), primary_key=True)
+    site: Mapped[str] = mapped_column(sa.String(NAME_LENGTH))
+    job_id: Mapped[str | None] = mapped_column(sa.String(ID_LENGTH), index=True)
+    kind: Mapped[CommandKind] = mapped_column(sa.String(STATE_LENGTH))
+    payload: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # holds secrets: never listed
     state: Mapped[CommandState] = mapped_column(StrEnumColumn(CommandState, STATE_LENGTH))
-    detail: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[str | None] = mapped_column(sa.Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    issued_at: Mapped[float] = mapped_column(Float)
-    published_epoch: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
-    published_at: Mapped[float | None] = mapped_column(Float)
-    publish_count: Mapped[int] = mapped_column(Integer, default=0)
+    issued_at: Mapped[float] = mapped_column(sa.Float)
+    published_epoch: Mapped[str | None] = mapped_column(sa.String(NAME_LENGTH))
+    published_at: Mapped[float | None] = mapped_column(sa.Float)
+    publish_count: Mapped[int] = mapped_column(sa.Integer, default=0)
     applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
     __table_args__ = (
-        Index("ix_control_commands_state_site", "state", "site"),
-        Index("ix_control_commands_site_created", "site", "created_at"),
+        sa.Index("ix_control_commands_state_site", "state", "site"),
+        sa.Index("ix_control_commands_site_created", "site", "created_at"),
     )
 
 
@@ -138,17 +127,17 @@ class TelemetrySample(Base):
     __tablename__ = "control_telemetry"
 
     id: Mapped[int] = mapped_column(SERIAL, primary_key=True, autoincrement=True)
-    job_id: Mapped[str] = mapped_column(String(ID_LENGTH))
-    site: Mapped[str] = mapped_column(String(NAME_LENGTH))
-    time: Mapped[float] = mapped_column(Float)
-    kind: Mapped[str] = mapped_column(String(STATE_LENGTH))
-    clock: Mapped[int] = mapped_column(Integer)
-    loss: Mapped[float | None] = mapped_column(Float)
-    accuracy: Mapped[float | None] = mapped_column(Float)
-    wan_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    stall_s: Mapped[float | None] = mapped_column(Float)
+    job_id: Mapped[str] = mapped_column(sa.String(ID_LENGTH))
+    site: Mapped[str] = mapped_column(sa.String(NAME_LENGTH))
+    time: Mapped[float] = mapped_column(sa.Float)
+    kind: Mapped[str] = mapped_column(sa.String(STATE_LENGTH))
+    clock: Mapped[int] = mapped_column(sa.Integer)
+    loss: Mapped[float | None] = mapped_column(sa.Float)
+    accuracy: Mapped[float | None] = mapped_column(sa.Float)
+    wan_bytes: Mapped[int | None] = mapped_column(sa.BigInteger)
+    stall_s: Mapped[float | None] = mapped_column(sa.Float)
 
-    __table_args__ = (Index("ix_control_telemetry_job_id_id", "job_id", "id"),)
+    __table_args__ = (sa.Index("ix_control_telemetry_job_id_id", "job_id", "id"),)
 
 
 class Cursor(Base):
@@ -156,5 +145,5 @@ class Cursor(Base):
 
     __tablename__ = "control_cursors"
 
-    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
-    value: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    name: Mapped[str] = mapped_column(sa.String(NAME_LENGTH), primary_key=True)
+    value: Mapped[str] = mapped_column(sa.String(NAME_LENGTH))

@@ -18,16 +18,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from atoll.platform.net import events
 from atoll.platform.net.errors import BadFrame, EndpointClosed, MessageTooLarge, SendTimeout
-from atoll.platform.net.events import (
-    LinkState,
-    LinkStats,
-    Message,
-    PeerConnected,
-    PeerLost,
-    PeerRestarted,
-    Received,
-)
 from atoll.platform.net.frames import DATA_HEADER_BYTES, Ack, Data, decode, encode, wire_bytes
 from atoll.platform.net.handshake import dialer_of
 from atoll.platform.net.inbox import Inbox
@@ -78,13 +70,13 @@ class PeerLink:
             options.ack_every_messages, options.ack_every_bytes, options.ack_delay_s
         )
         self.peer_incarnation: bytes | None = None
-        self.state: LinkState = "connecting"
+        self.state: events.LinkState = "connecting"
         self.session: Session | None = None
         self.admitting = False  # an accepted connection is between handshake and session
         self.last_heard = time.monotonic()
         self.wire = WireCounter()
         self.highest_written = 0  # highest sequence number ever written, to tell resends
-        self._restart: PeerRestarted | None = None  # detected, not yet announced
+        self._restart: events.PeerRestarted | None = None  # detected, not yet announced
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self.messages_sent = self.messages_resent = self.messages_acked = 0
@@ -153,11 +145,11 @@ class PeerLink:
             self.closed = True
             self.lock.notify_all()
 
-    def stats(self) -> LinkStats:
+    def stats(self) -> events.LinkStats:
         with self.lock:
             queue_bytes, queue_messages = self.window.unacked_bytes, self.window.unacked_count
             backlog_s = self._backlog_s(time.monotonic())
-        return LinkStats(
+        return events.LinkStats(
             peer=self.peer,
             state=self.state,
             bytes_sent=self.wire.sent,
@@ -228,7 +220,7 @@ class PeerLink:
             self.highest_written = 0
             if self._restart is not None:  # restarted twice before we got through
                 dropped += self._restart.dropped_messages
-            self._restart = PeerRestarted(self.peer, dropped)
+            self._restart = events.PeerRestarted(self.peer, dropped)
             log.warning(
                 "%s: %s restarted; dropped %d unacknowledged messages",
                 self.site,
@@ -245,12 +237,12 @@ class PeerLink:
         with self.lock:
             sent_through = self.window.resume_from(peer_received_through)
             self.lock.notify_all()
-        event: Received | None = None
+        event: events.Received | None = None
         if self._restart is not None:
             event, self._restart = self._restart, None
             self.restarts += 1
         elif self.connections == 0 or self.state == "lost":
-            event = PeerConnected(self.peer)
+            event = events.PeerConnected(self.peer)
         self.connections += 1
         self.last_heard = time.monotonic()
         self.last_error = None
@@ -279,7 +271,7 @@ class PeerLink:
         if self.state in ("up", "reconnecting"):
             log.warning("%s: nothing heard from %s for %.1f s", self.site, self.peer, silent)
             self._set_state("lost")
-            self.inbox.put(PeerLost(self.peer, silent))
+            self.inbox.put(events.PeerLost(self.peer, silent))
         if self.session is not None:  # up but silent: half-open, or the peer is frozen
             self.session.abort()
 
@@ -292,7 +284,7 @@ class PeerLink:
         """The endpoint shut it (`shut`): it never connects again."""
         return self.state == "closed"
 
-    def _set_state(self, state: LinkState) -> None:
+    def _set_state(self, state: events.LinkState) -> None:
         self.state = state
         self._on_state_change()
 
@@ -356,7 +348,7 @@ class Session:
                 pending_before = link.inbound.ack_deadline()
                 if link.inbound.accept(frame.seq, len(raw), now):
                     link.messages_received += 1
-                    link.inbox.put(Message(link.peer, frame.payload))
+                    link.inbox.put(events.Message(link.peer, frame.payload))
                 if link.inbound.ack_deadline() != pending_before:
                     self._wake()  # the transmitter recomputes when to send the ack
             elif isinstance(frame, Ack):

@@ -9,6 +9,9 @@ from sqlalchemy.orm import Session
 from atoll.platform.bus.messages import Telemetry
 from atoll.platform.control.models import Cursor, JobSite, TelemetrySample
 
+# A sample row keeps the message's fields as they are, each in the column of its name.
+_SAMPLE_COLUMNS = {c.name for c in TelemetrySample.__table__.columns if c.name != "id"}
+
 
 def record(session: Session, samples: Sequence[Telemetry], now: datetime) -> None:
     """Store the samples of known jobs; the newest figures also go to each site's part."""
@@ -20,19 +23,7 @@ def record(session: Session, samples: Sequence[Telemetry], now: datetime) -> Non
         part = parts[key]
         if part is None:
             continue
-        session.add(
-            TelemetrySample(
-                job_id=sample.job_id,
-                site=sample.site,
-                time=sample.time,
-                kind=sample.kind,
-                clock=sample.clock,
-                loss=sample.loss,
-                accuracy=sample.accuracy,
-                wan_bytes=sample.wan_bytes,
-                stall_s=sample.stall_s,
-            )
-        )
+        session.add(TelemetrySample(**sample.model_dump(include=_SAMPLE_COLUMNS)))
         if part.progress_at is None or sample.time >= part.progress_at:
             if sample.clock != part.clock:
                 part.advanced_at = now.timestamp()

@@ -3,7 +3,6 @@ restarted), the registry, the control plane (on PostgreSQL under CI) and three e
 with emulated WAN links between them. Each test runs a real geo job to its end."""
 
 import json
-import os
 import signal
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from integration.control.harness import (
     site_clock,
     wait_for,
 )
+from support import process_exists
 
 from atoll.localstack.deployment import AgentSpec, LocalDeployment
 from atoll.platform.bus.connection import Bus
@@ -122,7 +122,7 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     wait_for("frankfurt offline", lambda: not client.site("frankfurt").online, 10, poll_s=0.05)
     # Silent for two heartbeats is offline (the control plane looks every quarter second).
     assert time.monotonic() - killed_at <= 2 * deployment.heartbeat_s + 0.5
-    wait_for("its site to die with it", lambda: not _alive(site_pid), 10)
+    wait_for("its site to die with it", lambda: not process_exists(site_pid), 10)
     deployment.start_agent("frankfurt")  # at once: its site takes a while to load
 
     # Redis restarts meanwhile and comes back empty: no streams, groups or keys.
@@ -184,11 +184,3 @@ def test_commands_lost_with_redis_are_issued_again_from_sql(
     assert client.site("singapore").agent_state == "draining"
     client.activate("singapore")
     wait_for("singapore active", lambda: client.site("singapore").agent_state == "idle", 30)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

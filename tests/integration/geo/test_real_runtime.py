@@ -4,13 +4,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from support import start_train
 
 from atoll.platform.core.events import (
     EventModel,
@@ -32,12 +32,7 @@ BASE = [
 
 
 def start(out: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "atoll.cli", "train", "--out", str(out), *BASE, *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_train(out, *BASE, *extra)
 
 
 def events(path: Path, kind: type[E]) -> list[E]:

@@ -6,12 +6,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from support import process_exists, start_train
 
 from atoll.platform.core.events import RankStarted, RunEvent, StepDone, of_kind
 from atoll.platform.core.runlog import read_events
@@ -26,12 +26,7 @@ ARGS = [
 
 
 def start(out: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "atoll.cli", "train", "--out", str(out), *ARGS, *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_train(out, *ARGS, *extra)
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
@@ -138,7 +133,7 @@ def test_a_hung_worker_fails_the_site_within_the_timeout(tmp_path: Path) -> None
     try:
         code, stderr = finish(process, timeout=60)
     finally:
-        if _alive(pid):
+        if process_exists(pid):
             os.kill(pid, signal.SIGKILL)  # a stopped process ignores everything else
     assert code == 2
     assert "PeerLost" in stderr, stderr
@@ -164,11 +159,3 @@ def test_an_existing_run_is_not_overwritten_by_accident(finished_run: Path) -> N
     assert code == 2
     assert "already holds a run" in stderr
     assert (finished_run / "summary.json").read_text() == before
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
