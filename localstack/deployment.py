@@ -23,6 +23,8 @@ from pathlib import Path
 import httpx
 import yaml
 
+from atoll.platform.control.authority import init_authority
+from atoll.platform.control.client import ControlClient
 from atoll.platform.core.errors import AtollError
 
 _STOP_S = 60.0  # an agent's site finishes its clock and checkpoints within this
@@ -211,6 +213,11 @@ class LocalDeployment:
         return f"http://127.0.0.1:{self.web_port}"
 
     @property
+    def ca_dir(self) -> Path:
+        """The federation's CA, which the control plane holds."""
+        return self.root / "ca"
+
+    @property
     def bus_url(self) -> str:
         if self.redis_url is not None:
             return self.redis_url
@@ -223,6 +230,8 @@ class LocalDeployment:
         self.root.mkdir(parents=True, exist_ok=True)
         if self.redis_url is None:
             self.redis = LocalRedis(self.root / "redis").start()
+        if not (self.ca_dir / "ca.pem").exists():
+            init_authority(self.ca_dir)
         self.start_registry()
         self.start_control()
         if self.with_web:
@@ -266,6 +275,7 @@ class LocalDeployment:
             "ATOLL_ADMIN_TOKEN": self.admin_token,
             "ATOLL_REDIS_URL": self.bus_url,
             "ATOLL_REDIS_PREFIX": self.redis_prefix,
+            "ATOLL_CA_DIR": str(self.ca_dir),
         }
         self.control = Managed("control plane", argv, env, self.root / "control.log").start()
         wait_until("the control plane", http_ready(f"{self.control_url}/readyz"), 120, self.control)
@@ -320,7 +330,12 @@ class LocalDeployment:
             "ATOLL_REDIS_PREFIX": self.redis_prefix,
             "ATOLL_REGISTRY_URL": self.registry_url,
             "ATOLL_ADMIN_TOKEN": self.admin_token,
+            "ATOLL_CONTROL_URL": self.control_url,
         }
+        if not (config.parent / "state" / "identity" / f"{name}.pem").exists():
+            # First start: the operator's step, `atoll sites add NAME`, then the agent enrols.
+            with ControlClient(self.control_url, self.admin_token) as client:
+                env["ATOLL_ENROL_TOKEN"] = client.enrol_token(name).token
         agent = Managed(f"agent {name}", argv, env, config.parent / "agent.log").start()
         self.agents[name] = agent
         return agent

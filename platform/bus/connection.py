@@ -43,6 +43,10 @@ class BusDown(AtollError):
     """Redis cannot be reached."""
 
 
+class AccessRefused(AtollError):
+    """Redis refused to change its users (this connection's user may not)."""
+
+
 class Bus:
     def __init__(self, url: str, keys: BusKeys, timeout_s: float = 5.0) -> None:
         self.url = url
@@ -154,6 +158,26 @@ class Bus:
             site: None if value is None else Beat.model_validate_json(value)
             for site, value in zip(sites, values, strict=True)
         }
+
+    # -- revocations ---------------------------------------------------------------
+
+    def publish_crl(self, pem: str) -> None:
+        self._do(lambda: self.redis.set(self.keys.crl, pem))
+
+    def read_crl(self) -> str | None:
+        return self._do(lambda: cast(str | None, self.redis.get(self.keys.crl)))
+
+    # -- access (the control plane's: an agent's user may not) ----------------------
+
+    def set_user(self, user: str, rules: tuple[str, ...]) -> None:
+        try:
+            self._do(lambda: cast(Any, self.redis).execute_command("ACL", "SETUSER", user, *rules))
+        except ResponseError as e:
+            raise AccessRefused(f"Redis refused ACL SETUSER {user}: {e}") from e
+
+    def delete_user(self, user: str) -> None:
+        """Remove the user; Redis also closes every connection it has open."""
+        self._do(lambda: cast(Any, self.redis).execute_command("ACL", "DELUSER", user))
 
     # -- plumbing ------------------------------------------------------------------
 

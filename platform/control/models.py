@@ -43,7 +43,6 @@ class Job(Base):
     id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
     name: Mapped[str] = mapped_column(String(128))
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)  # the GeoJob, as submitted
-    tls: Mapped[bool] = mapped_column(Boolean)
     state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, STATE_LENGTH), index=True)
     message: Mapped[str | None] = mapped_column(Text)
     sites: Mapped[list[str]] = mapped_column(JSON)  # in the topology's order
@@ -51,7 +50,6 @@ class Job(Base):
     clocks: Mapped[int] = mapped_column(Integer)
     params: Mapped[int | None] = mapped_column(BigInteger)
     bsp_bytes_per_clock: Mapped[int | None] = mapped_column(BigInteger)
-    secret: Mapped[str | None] = mapped_column(String(128))  # never leaves through the API
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -118,7 +116,7 @@ class Command(Base):
     site: Mapped[str] = mapped_column(String(NAME_LENGTH))
     job_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), index=True)
     kind: Mapped[CommandKind] = mapped_column(String(STATE_LENGTH))
-    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # holds secrets: never listed
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # a start: big, never listed
     state: Mapped[CommandState] = mapped_column(StrEnumColumn(CommandState, STATE_LENGTH))
     detail: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -158,3 +156,27 @@ class Cursor(Base):
 
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
     value: Mapped[str] = mapped_column(String(NAME_LENGTH))
+
+
+class EnrolToken(Base):
+    """A site's one-time enrolment token (only its hash); gone once used or revoked."""
+
+    __tablename__ = "control_enrol_tokens"
+
+    site: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class SiteCertificate(Base):
+    """A certificate the CA signed for a site's own key; a revoked one stays, for the CRL."""
+
+    __tablename__ = "control_site_certificates"
+
+    serial: Mapped[str] = mapped_column(String(64), primary_key=True)  # decimal: 159 bits
+    site: Mapped[str] = mapped_column(String(NAME_LENGTH), index=True)
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    not_after: Mapped[datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # SHA-256 of its agent's Redis password (platform/bus/acl.py): Redis takes the hash.
+    redis_password_sha256: Mapped[str] = mapped_column(String(64))
