@@ -18,6 +18,7 @@ _COMMANDS = (
     "+auth",
     "+client|setname",
     "+info",  # its run_id tells a restarted Redis
+    "+select",  # the database in its URL; the key patterns hold in every one
     "+xreadgroup",
     "+xack",
     "+xgroup|create",  # a restarted Redis forgot the group
