@@ -23,6 +23,7 @@ _COMMANDS = (
     "+xack",
     "+xgroup|create",  # a restarted Redis forgot the group
     "+set",
+    "+mget",  # its own liveness key (deploy/healthcheck.py)
     "+get",  # the revocation list
     "+xadd",
 )
@@ -51,7 +52,7 @@ def site_acl(keys: BusKeys, site: str, password_sha256: str) -> SiteAcl:
             "-@all",
             *_COMMANDS,
             f"%RW~{keys.commands(site)}",
-            f"%W~{keys.alive(site)}",
+            f"%RW~{keys.alive(site)}",  # read: the container healthcheck
             f"%W~{keys.status}",
             f"%W~{keys.telemetry}",
             f"%R~{keys.crl}",

@@ -7,6 +7,7 @@ Redis has a new `run_id`: that is how both sides notice that it forgot everythin
 """
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -52,8 +53,13 @@ class Bus:
         self.url = url
         self.keys = keys
         self.timeout_s = timeout_s
+        tls: dict[str, Any] = {}
+        if url.startswith("rediss://") and os.environ.get("ATOLL_CA_FILE"):
+            # Redis over TLS, its certificate checked against the federation's CA
+            tls["ssl_ca_certs"] = os.environ["ATOLL_CA_FILE"]
         self.redis = redis.Redis.from_url(
             url,
+            **tls,
             decode_responses=True,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
