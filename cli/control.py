@@ -79,7 +79,6 @@ def submit(
         ),
     ],
     name: Annotated[str | None, typer.Option(help="A name for people.")] = None,
-    tls: Annotated[bool, typer.Option(help="TLS on the job's WAN links.")] = True,
     watch: Annotated[bool, typer.Option(help="Follow it until it ends.")] = False,
     url: UrlOption = None,
     token: TokenOption = None,
@@ -88,7 +87,7 @@ def submit(
     """Submit a job; prints its id (and with --watch, its progress until it ends)."""
     spec = resolve_job(job, o.overrides(job_options or {}))
     with _client(url, token) as client:
-        created = client.submit(spec.model_dump(mode="json"), name=name, tls=tls)
+        created = client.submit(spec.model_dump(mode="json"), name=name)
         print(created.id)
         if watch:
             _watch(client, created.id)

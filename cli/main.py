@@ -2,7 +2,7 @@
 
 import typer
 
-from atoll.cli import bench, control, data, demo, edge, registry, sim, site, sites, train, web
+from atoll.cli import bench, ca, control, data, demo, edge, registry, sim, site, sites, train, web
 from atoll.cli.errors import run
 
 app = typer.Typer(
@@ -19,6 +19,7 @@ app.add_typer(data.app, name="data")
 app.add_typer(bench.app, name="bench")
 app.add_typer(registry.app, name="registry")
 app.add_typer(sites.app, name="sites")
+app.add_typer(ca.app, name="ca")
 app.add_typer(site.app, name="site")
 app.add_typer(control.app, name="control")
 app.add_typer(edge.app, name="edge")

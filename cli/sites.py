@@ -13,8 +13,13 @@ if TYPE_CHECKING:
     from atoll.registry.client import RegistryClient
 
 app = typer.Typer(
-    help="Sites in the registry: list, inspect, register, neighbours.", no_args_is_help=True
+    help="Sites: enrol (add, token) and revoke them at the control plane; list, inspect, "
+    "register them in the registry, find their neighbours.",
+    no_args_is_help=True,
 )
+ControlUrlOption = Annotated[
+    str | None, typer.Option("--control-url", help="Control plane URL [env: ATOLL_CONTROL_URL].")
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 SiteArgument = Annotated[str, typer.Argument(help="Site id or name.")]
 UrlOption = Annotated[
@@ -191,3 +196,49 @@ def deregister(
     with client_for(url, token) as client:
         gone = client.deregister_site(resolve_site(client, site))
     print(f"deregistered {gone.name} ({gone.id})")
+
+
+@app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="The site's name (its agent's `name`).")],
+    url: ControlUrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Declare a site at the control plane and print its one-time enrolment token (give it
+    to the site's agent as ATOLL_ENROL_TOKEN; it is shown only now)."""
+    issue_enrol_token(name, url, token)
+
+
+@app.command("token")
+def token_command(
+    name: Annotated[str, typer.Argument(help="The site's name.")],
+    url: ControlUrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """A new one-time enrolment token for a site (an unused earlier one stops working):
+    to enrol it again, e.g. after `atoll sites revoke` or a lost state volume."""
+    issue_enrol_token(name, url, token)
+
+
+@app.command("revoke")
+def revoke(
+    name: Annotated[str, typer.Argument(help="The site's name.")],
+    url: ControlUrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Revoke a site: every peer refuses its certificate from its next handshake, and its
+    Redis user is removed. It enrols again only with a new token."""
+    from atoll.platform.control.client import ControlClient
+
+    with ControlClient.from_env(url, token) as client:
+        done = client.revoke(name)
+    print(f"revoked {done.site}: {done.certificates} certificate(s)")
+
+
+def issue_enrol_token(name: str, url: str | None, token: str | None) -> None:
+    from atoll.platform.control.client import ControlClient
+
+    with ControlClient.from_env(url, token) as client:
+        issued = client.enrol_token(name)
+    Console(stderr=True).print(f"enrolment token for {issued.site} (store it now; used once):")
+    print(issued.token)

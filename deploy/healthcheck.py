@@ -18,6 +18,7 @@ Only the standard library is imported for the HTTP roles, so the probe stays che
 """
 
 import os
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -85,9 +86,11 @@ def find_service(proc: Path = Path("/proc")) -> list[str] | None:
     return None
 
 
-def check_http(url: str, timeout_s: float = TIMEOUT_S) -> tuple[bool, str]:
+def check_http(
+    url: str, timeout_s: float = TIMEOUT_S, context: ssl.SSLContext | None = None
+) -> tuple[bool, str]:
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        with urllib.request.urlopen(url, timeout=timeout_s, context=context) as response:
             return response.status == 200, f"{url}: {response.status}"
     except urllib.error.HTTPError as e:
         body = e.read(300).decode(errors="replace")
@@ -104,7 +107,14 @@ def check_service(args: Sequence[str]) -> tuple[bool, str]:
     elif ":" in host:
         host = f"[{host}]"
     port = option(args, "--port") or str(DEFAULT_PORT[role])
+    if os.environ.get("ATOLL_TLS_CERT_FILE"):  # the service serves HTTPS (service kit)
+        return check_http(f"https://{host}:{port}/readyz", context=_tls_context())
     return check_http(f"http://{host}:{port}/readyz")
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The service's certificate, checked against ATOLL_CA_FILE as its clients check it."""
+    return ssl.create_default_context(cafile=os.environ.get("ATOLL_CA_FILE") or None)
 
 
 def check_edge(args: Sequence[str]) -> tuple[bool, str]:
@@ -112,6 +122,7 @@ def check_edge(args: Sequence[str]) -> tuple[bool, str]:
     if not config:
         return False, "the agent was started without --config or ATOLL_EDGE_CONFIG"
     from atoll.edge.config import load_edge_settings
+    from atoll.edge.identity import Identity
     from atoll.platform.bus.connection import Bus
     from atoll.platform.bus.keys import BusKeys
     from atoll.platform.core.errors import AtollError
@@ -119,7 +130,10 @@ def check_edge(args: Sequence[str]) -> tuple[bool, str]:
     try:
         # The same file and environment as the agent, hence the same site and Redis.
         settings = load_edge_settings(Path(config))
-        bus = Bus(settings.redis_url.get_secret_value(), BusKeys(settings.redis_prefix))
+        # its own Redis user, once enrolled
+        identity = Identity(settings.name, settings.state_dir / "identity")
+        url = identity.redis_url(settings.redis_url.get_secret_value())
+        bus = Bus(url, BusKeys(settings.redis_prefix))
         try:
             beat = bus.beats([settings.name])[settings.name]
         finally:

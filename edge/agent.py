@@ -23,6 +23,7 @@ from uuid import uuid4
 from atoll.edge.bus_link import BusLink
 from atoll.edge.config import EdgeSettings
 from atoll.edge.core import AgentCore, Limits
+from atoll.edge.identity import Identity, enrol
 from atoll.edge.registry_link import RegistryLink
 from atoll.edge.state import StateDir
 from atoll.edge.steps import (
@@ -72,8 +73,15 @@ class EdgeAgent:
         self.site = settings.name
         self.dirs = StateDir(settings.state_dir)
         self.incarnation = uuid4().hex
-        self.bus = Bus(settings.redis_url.get_secret_value(), BusKeys(settings.redis_prefix))
-        self.link = BusLink(self.bus, self.site, settings.heartbeat_s, settings.telemetry_maxlen)
+        self.identity = Identity(self.site, settings.state_dir / "identity")
+        token = settings.enrol_token.get_secret_value() if settings.enrol_token else None
+        enrol(self.identity, settings.control_url, token, [settings.geo.host])
+        redis_url = self.identity.redis_url(settings.redis_url.get_secret_value())
+        self.bus = Bus(redis_url, BusKeys(settings.redis_prefix))
+        self.link = BusLink(
+            self.bus, self.site, settings.heartbeat_s, settings.telemetry_maxlen,
+            on_crl=self._new_crl, crl_poll_s=settings.crl_poll_s,
+        )  # fmt: skip
         file = self.dirs.load()
         self.registry = (
             RegistryLink(settings, self.dirs, file.registry_id) if settings.registry_url else None
@@ -169,8 +177,8 @@ class EdgeAgent:
             case WriteJobFiles(job_id, start):
                 s = self.settings
                 self.dirs.write_job(
-                    job_id, self.site, start.site_job, start.secret, start.tls, s.data_dir,
-                    s.threads,
+                    job_id, start.site_job, self.identity.folder, self.identity.crl_file,
+                    s.data_dir, s.threads,
                 )  # fmt: skip
             case Launch(job_id, resume):
                 pid = self._site(job_id).start(resume)
@@ -192,6 +200,12 @@ class EdgeAgent:
                 self.dirs.save_ledger(self.core.ledger)
             case Note(level, message):
                 log.log(_LEVELS[level], "%s: %s", self.site, message)
+
+    def _new_crl(self, pem: str) -> None:
+        """From the bus thread: the CA's revocation list, which the site's geo links read
+        at each handshake."""
+        if self.identity.save_crl(pem):
+            log.info("%s: the revocation list changed", self.site)
 
     def _site(self, job_id: str) -> SiteProcess:
         if job_id not in self.sites:

@@ -11,6 +11,7 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from atoll.platform.bus.connection import Bus, keep_trying
 from atoll.platform.bus.keys import liveness_ttl_s
@@ -20,8 +21,19 @@ _BACKLOG = 2000  # telemetry samples kept while Redis is away
 
 
 class BusLink:
-    def __init__(self, bus: Bus, site: str, heartbeat_s: float, telemetry_maxlen: int) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        site: str,
+        heartbeat_s: float,
+        telemetry_maxlen: int,
+        on_crl: Callable[[str], None] = lambda _pem: None,
+        crl_poll_s: float = 10.0,
+    ) -> None:
         self.bus = bus
+        self.on_crl = on_crl
+        self.crl_poll_s = crl_poll_s
+        self._next_crl = 0.0
         self.site = site
         self.heartbeat_s = heartbeat_s
         self.telemetry_maxlen = telemetry_maxlen
@@ -67,9 +79,11 @@ class BusLink:
     def _reconnected(self) -> None:
         self._read_pending = True
         self._next_beat = 0.0
+        self._next_crl = 0.0
 
     def _step(self) -> None:
         self._heartbeat()
+        self._read_crl()
         self._flush()
         if self._read_pending:
             for entry in self.bus.read_commands(self.site, 0, pending=True):
@@ -96,6 +110,15 @@ class BusLink:
             # whose Redis restarted) since the last change learns it within one beat.
             self.bus.publish_status(status)
             self._status_sent = status
+
+    def _read_crl(self) -> None:
+        now = time.monotonic()
+        if now < self._next_crl:
+            return
+        self._next_crl = now + self.crl_poll_s
+        pem = self.bus.read_crl()
+        if pem is not None:
+            self.on_crl(pem)
 
     def _flush(self) -> None:
         with self._lock:

@@ -63,6 +63,11 @@ class EdgeSettings(BaseSettings):
     # Where the services are, and the secrets to reach them: from the environment.
     redis_url: SecretStr = SecretStr("redis://127.0.0.1:6379/0")
     redis_prefix: str = "atoll"
+    control_url: str | None = Field(None, description="where the site enrols, the first time")
+    enrol_token: SecretStr | None = Field(
+        None, description="the site's one-time enrolment token (`atoll sites token NAME`)"
+    )
+    crl_poll_s: float = Field(10.0, gt=0, description="how often the revocation list is read")
     registry_url: str | None = Field(None, description="without one the agent does not register")
     registry_token: SecretStr | None = Field(None, description="this site's registry token")
     admin_token: SecretStr | None = Field(
@@ -95,11 +100,12 @@ def load_edge_settings(path: Path) -> EdgeSettings:
         raise AtollError(f"{path} is not valid YAML: {e}") from e
     if not isinstance(raw, dict):
         raise AtollError(f"{path} must be a mapping of settings")
-    secrets = sorted({"redis_url", "registry_token", "admin_token"} & raw.keys())
+    secrets = sorted({"redis_url", "registry_token", "admin_token", "enrol_token"} & raw.keys())
     if secrets:
         raise AtollError(
             f"{path} holds {', '.join(secrets)}: secrets come from the environment "
-            "(ATOLL_REDIS_URL, ATOLL_REGISTRY_TOKEN, ATOLL_ADMIN_TOKEN), never from the file"
+            "(ATOLL_REDIS_URL, ATOLL_REGISTRY_TOKEN, ATOLL_ADMIN_TOKEN, ATOLL_ENROL_TOKEN), "
+            "never from the file"
         )
 
     class FromFile(EdgeSettings):

@@ -3,21 +3,21 @@
     agent.json          draining/removed, the registry id, every job it was given
     ledger.json         the commands it applied (edge/ledger.py)
     registry-token      its registry token (mode 0600)
-    jobs/<id>/          site-job.json, secret (0600), tls/, run/ (the site's run folder)
+    identity/           its key, certificate, the CA and revocation list (edge/identity.py)
+    jobs/<id>/          site-job.json, run/ (the site's run folder)
 
 Each file is replaced atomically, so a kill -9 leaves the old version or the new one.
 """
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from atoll.edge.ledger import CommandLedger
-from atoll.platform.bus.messages import SiteJobState, TlsFiles
-from atoll.platform.core.files import write_json
+from atoll.platform.bus.messages import SiteJobState
+from atoll.platform.core.files import write_json, write_private
 
 
 class LocalJob(BaseModel):
@@ -83,7 +83,7 @@ class StateDir:
         return path.read_text().strip() or None
 
     def save_registry_token(self, token: str) -> None:
-        _write_private(self.root / "registry-token", token)
+        write_private(self.root / "registry-token", token.encode())
 
     # a job
 
@@ -97,25 +97,21 @@ class StateDir:
         return self.job_dir(job_id) / "site-job.json"
 
     def write_job(
-        self, job_id: str, site: str, site_job: dict[str, Any], secret: str, tls: TlsFiles | None,
+        self, job_id: str, site_job: dict[str, Any], identity_dir: Path, crl_file: Path,
         data_dir: Path | None, threads: int | None,
     ) -> Path:  # fmt: skip
-        """The job's files, with this machine's paths in the site job; returns its file."""
+        """The job's files, with this machine's paths in the site job; returns its file. Its
+        geo links authenticate with the site's own certificate, from `identity_dir`."""
         folder = self.job_dir(job_id)
         folder.mkdir(parents=True, exist_ok=True)
-        secret_file = folder / "secret"
-        _write_private(secret_file, secret)
         local = dict(site_job)
         if site_job.get("geo") is not None:  # None: a site that trains on its own
-            geo = dict(site_job["geo"], secret_file=str(secret_file.resolve()), tls_dir=None)
-            if tls is not None:
-                tls_dir = folder / "tls"
-                tls_dir.mkdir(exist_ok=True)
-                (tls_dir / "ca.pem").write_text(tls.ca)
-                (tls_dir / f"{site}.pem").write_text(tls.cert)
-                _write_private(tls_dir / f"{site}.key", tls.key)
-                geo["tls_dir"] = str(tls_dir.resolve())
-            local["geo"] = geo
+            local["geo"] = dict(
+                site_job["geo"],
+                secret_file=None,
+                tls_dir=str(identity_dir.resolve()),
+                crl_file=str(crl_file.resolve()),
+            )
         if data_dir is not None:
             local["data_dir"] = str(data_dir)
         if threads is not None:
@@ -123,14 +119,3 @@ class StateDir:
         path = self.site_job_file(job_id)
         write_json(path, local)
         return path
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Readable by this user only from the first byte on, and replaced atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -23,6 +24,8 @@ from pathlib import Path
 import httpx
 import yaml
 
+from atoll.platform.control.authority import init_authority, issue_server_certificate
+from atoll.platform.control.client import ControlClient
 from atoll.platform.core.errors import AtollError
 
 _STOP_S = 60.0  # an agent's site finishes its clock and checkpoints within this
@@ -119,8 +122,8 @@ def wait_until(
     raise AtollError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
-def http_ready(url: str) -> Callable[[], bool]:
-    return lambda: httpx.get(url, timeout=2.0).status_code == 200
+def http_ready(url: str, verify: ssl.SSLContext | bool = True) -> Callable[[], bool]:
+    return lambda: httpx.get(url, timeout=2.0, verify=verify).status_code == 200
 
 
 @dataclass
@@ -130,10 +133,12 @@ class LocalRedis:
     folder: Path
     port: int = field(default_factory=free_port)
     managed: Managed | None = None
+    # (certificate, key, CA): serve only TLS (rediss://), as docker-compose.yml does
+    tls: tuple[Path, Path, Path] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
 
     def start(self) -> "LocalRedis":
         binary = shutil.which("redis-server")
@@ -144,10 +149,21 @@ class LocalRedis:
             binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "no", "--dir", str(self.folder),
         ]  # fmt: skip
+        if self.tls is not None:
+            cert, key, ca = self.tls
+            argv += [
+                "--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
+                "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca),
+                "--tls-auth-clients", "no",
+            ]  # fmt: skip
         self.managed = Managed("redis", argv, {}, self.folder / "redis.log").start()
 
         def answers() -> bool:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as raw:
+                s = raw
+                if self.tls is not None:
+                    context = ssl.create_default_context(cafile=str(self.tls[2]))
+                    s = context.wrap_socket(raw, server_hostname="127.0.0.1")
                 s.sendall(b"PING\r\n")
                 return s.recv(64).startswith(b"+PONG")
 
@@ -197,18 +213,58 @@ class LocalDeployment:
     viewer_token: str = field(default_factory=lambda: "local-viewer-" + secrets.token_hex(16))
     web_secret: str = field(default_factory=lambda: secrets.token_hex(32))
     with_web: bool = True
+    # HTTPS for the three services and TLS for our own Redis, certificates from the CA
+    # (as docker-compose.yml runs them); `atoll demo` stays plain HTTP on loopback.
+    tls: bool = False
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
 
     @property
     def control_url(self) -> str:
-        return f"http://127.0.0.1:{self.control_port}"
+        return f"{self.scheme}://127.0.0.1:{self.control_port}"
 
     @property
     def registry_url(self) -> str:
-        return f"http://127.0.0.1:{self.registry_port}"
+        return f"{self.scheme}://127.0.0.1:{self.registry_port}"
 
     @property
     def web_url(self) -> str:
-        return f"http://127.0.0.1:{self.web_port}"
+        return f"{self.scheme}://127.0.0.1:{self.web_port}"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.ca_dir / "ca.pem"
+
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        """How this process checks the services' certificates."""
+        return ssl.create_default_context(cafile=str(self.ca_file)) if self.tls else True
+
+    def tls_env(self, serves: bool) -> dict[str, str]:
+        """The TLS settings of a process: the CA to check others with, and (`serves`) the
+        certificate and key it serves HTTPS with."""
+        if not self.tls:
+            return {}
+        env = {"ATOLL_CA_FILE": str(self.ca_file)}
+        if serves:
+            env |= {
+                "ATOLL_TLS_CERT_FILE": str(self.root / "tls" / "server.pem"),
+                "ATOLL_TLS_KEY_FILE": str(self.root / "tls" / "server.key"),
+            }
+        return env
+
+    def client(self) -> ControlClient:
+        return ControlClient(self.control_url, self.admin_token, ca_file=self._ca_or_none())
+
+    def _ca_or_none(self) -> str | None:
+        return str(self.ca_file) if self.tls else None
+
+    @property
+    def ca_dir(self) -> Path:
+        """The federation's CA, which the control plane holds."""
+        return self.root / "ca"
 
     @property
     def bus_url(self) -> str:
@@ -221,8 +277,18 @@ class LocalDeployment:
         """Everything, in dependency order; returns once the services answer and every
         agent's heartbeat has reached the control plane."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if not self.ca_file.exists():
+            init_authority(self.ca_dir)
+        if self.tls:
+            tls = self.root / "tls"
+            hosts = ["127.0.0.1", "localhost"]
+            issue_server_certificate(self.ca_dir, hosts, tls / "server.pem", tls / "server.key")
         if self.redis_url is None:
-            self.redis = LocalRedis(self.root / "redis").start()
+            server_tls = None
+            if self.tls:
+                tls = self.root / "tls"
+                server_tls = (tls / "server.pem", tls / "server.key", self.ca_file)
+            self.redis = LocalRedis(self.root / "redis", tls=server_tls).start()
         self.start_registry()
         self.start_control()
         if self.with_web:
@@ -233,7 +299,8 @@ class LocalDeployment:
         return self
 
     def online(self) -> dict[str, bool]:
-        sites = httpx.get(f"{self.control_url}/v1/sites", timeout=5).json()["sites"]
+        answer = httpx.get(f"{self.control_url}/v1/sites", timeout=5, verify=self.verify)
+        sites = answer.json()["sites"]
         return {s["name"]: s["online"] for s in sites}
 
     def wait_online(self, names: list[str], timeout_s: float = 120) -> None:
@@ -250,9 +317,14 @@ class LocalDeployment:
             self.python, "-m", "atoll.registry", "serve", "--port", str(self.registry_port),
             "--migrate", "--no-access-log", "--log-level", "warning",
         ]  # fmt: skip
-        env = {"ATOLL_DATABASE_URL": url, "ATOLL_ADMIN_TOKEN": self.admin_token}
+        env = {
+            "ATOLL_DATABASE_URL": url,
+            "ATOLL_ADMIN_TOKEN": self.admin_token,
+            **self.tls_env(serves=True),
+        }
         self.registry = Managed("registry", argv, env, self.root / "registry.log").start()
-        wait_until("the registry", http_ready(f"{self.registry_url}/readyz"), 60, self.registry)
+        ready = http_ready(f"{self.registry_url}/readyz", self.verify)
+        wait_until("the registry", ready, 60, self.registry)
         return self.registry
 
     def start_control(self) -> Managed:
@@ -266,9 +338,12 @@ class LocalDeployment:
             "ATOLL_ADMIN_TOKEN": self.admin_token,
             "ATOLL_REDIS_URL": self.bus_url,
             "ATOLL_REDIS_PREFIX": self.redis_prefix,
+            "ATOLL_CA_DIR": str(self.ca_dir),
+            **self.tls_env(serves=True),
         }
         self.control = Managed("control plane", argv, env, self.root / "control.log").start()
-        wait_until("the control plane", http_ready(f"{self.control_url}/readyz"), 120, self.control)
+        ready = http_ready(f"{self.control_url}/readyz", self.verify)
+        wait_until("the control plane", ready, 120, self.control)
         return self.control
 
     def start_web(self) -> Managed:
@@ -288,10 +363,12 @@ class LocalDeployment:
             "ATOLL_ADMIN_TOKEN": self.admin_token,
             "ATOLL_VIEWER_TOKEN": self.viewer_token,
             "ATOLL_WEB_SECRET": self.web_secret,
+            **self.tls_env(serves=True),
             **(settings or {}),
         }
         web = Managed(f"dashboard ({name})", argv, env, self.root / f"{name}.log").start()
-        wait_until("the dashboard", http_ready(f"http://127.0.0.1:{port}/healthz"), 60, web)
+        ready = http_ready(f"{self.scheme}://127.0.0.1:{port}/healthz", self.verify)
+        wait_until("the dashboard", ready, 60, web)
         return web
 
     def agent_config(self, name: str) -> Path:
@@ -320,7 +397,13 @@ class LocalDeployment:
             "ATOLL_REDIS_PREFIX": self.redis_prefix,
             "ATOLL_REGISTRY_URL": self.registry_url,
             "ATOLL_ADMIN_TOKEN": self.admin_token,
+            "ATOLL_CONTROL_URL": self.control_url,
+            **self.tls_env(serves=False),
         }
+        if not (config.parent / "state" / "identity" / f"{name}.pem").exists():
+            # First start: the operator's step, `atoll sites add NAME`, then the agent enrols.
+            with self.client() as client:
+                env["ATOLL_ENROL_TOKEN"] = client.enrol_token(name).token
         agent = Managed(f"agent {name}", argv, env, config.parent / "agent.log").start()
         self.agents[name] = agent
         return agent

@@ -22,7 +22,6 @@ from atoll.platform.bus.messages import (
     JobReport,
     StartJob,
     Telemetry,
-    TlsFiles,
 )
 
 __all__ = [
@@ -33,5 +32,4 @@ __all__ = [
     "JobReport",
     "StartJob",
     "Telemetry",
-    "TlsFiles",
 ]

@@ -7,6 +7,7 @@ Redis has a new `run_id`: that is how both sides notice that it forgot everythin
 """
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -43,13 +44,22 @@ class BusDown(AtollError):
     """Redis cannot be reached."""
 
 
+class AccessRefused(AtollError):
+    """Redis refused to change its users (this connection's user may not)."""
+
+
 class Bus:
     def __init__(self, url: str, keys: BusKeys, timeout_s: float = 5.0) -> None:
         self.url = url
         self.keys = keys
         self.timeout_s = timeout_s
+        tls: dict[str, Any] = {}
+        if url.startswith("rediss://") and os.environ.get("ATOLL_CA_FILE"):
+            # Redis over TLS, its certificate checked against the federation's CA
+            tls["ssl_ca_certs"] = os.environ["ATOLL_CA_FILE"]
         self.redis = redis.Redis.from_url(
             url,
+            **tls,
             decode_responses=True,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
@@ -154,6 +164,26 @@ class Bus:
             site: None if value is None else Beat.model_validate_json(value)
             for site, value in zip(sites, values, strict=True)
         }
+
+    # -- revocations ---------------------------------------------------------------
+
+    def publish_crl(self, pem: str) -> None:
+        self._do(lambda: self.redis.set(self.keys.crl, pem))
+
+    def read_crl(self) -> str | None:
+        return self._do(lambda: cast(str | None, self.redis.get(self.keys.crl)))
+
+    # -- access (the control plane's: an agent's user may not) ----------------------
+
+    def set_user(self, user: str, rules: tuple[str, ...]) -> None:
+        try:
+            self._do(lambda: cast(Any, self.redis).execute_command("ACL", "SETUSER", user, *rules))
+        except ResponseError as e:
+            raise AccessRefused(f"Redis refused ACL SETUSER {user}: {e}") from e
+
+    def delete_user(self, user: str) -> None:
+        """Remove the user; Redis also closes every connection it has open."""
+        self._do(lambda: cast(Any, self.redis).execute_command("ACL", "DELUSER", user))
 
     # -- plumbing ------------------------------------------------------------------
 

@@ -30,6 +30,11 @@ class BusKeys:
     def telemetry(self) -> str:
         return f"{self.prefix}:telemetry"
 
+    @property
+    def crl(self) -> str:
+        """The CA's certificate revocation list (PEM), for every site to read."""
+        return f"{self.prefix}:crl"
+
     def alive(self, site: str) -> str:
         return f"{self.prefix}:alive:{site}"
 

@@ -32,21 +32,12 @@ class Message(BaseModel):
         return cls.model_validate_json(fields[FIELD])
 
 
-class TlsFiles(Message):
-    """The site's certificate and key, and the job's CA, as PEM text."""
-
-    ca: str
-    cert: str
-    key: str
-
-
 class StartJob(Message):
     job_name: str
-    # The site's SiteJob as JSON. The agent puts its own paths in (secret, TLS files,
-    # data); `atoll site run` validates the rest.
+    # The site's SiteJob as JSON. The agent puts its own paths in (its certificate, key,
+    # CA and revocation list; data); `atoll site run` validates the rest. No secret: geo
+    # links authenticate with each site's own certificate.
     site_job: dict[str, Any]
-    secret: str = Field(description="the job's shared secret for the HMAC handshake")
-    tls: TlsFiles | None = None
     class_priors: list[float] = Field(description="label histogram of the site's data")
     samples: int = Field(description="training samples at the site")
     model_signature: str

@@ -14,9 +14,12 @@ import httpx
 from atoll.platform.control.core.config import DEFAULT_PORT
 from atoll.platform.control.schemas import (
     CommandList,
+    EnrolOut,
+    EnrolTokenOut,
     JobOut,
     JobPage,
     Readiness,
+    RevokeOut,
     SamplePage,
     SiteList,
     SiteOut,
@@ -49,8 +52,8 @@ class ControlClient(ServiceClient):
 
     # jobs
 
-    def submit(self, spec: dict[str, Any], name: str | None = None, tls: bool = True) -> JobOut:
-        body = {"spec": spec, "tls": tls, **({"name": name} if name else {})}
+    def submit(self, spec: dict[str, Any], name: str | None = None) -> JobOut:
+        body = {"spec": spec, **({"name": name} if name else {})}
         return self._call(JobOut, "POST", "/v1/jobs", json=body, idempotent=False)
 
     def jobs(
@@ -103,6 +106,19 @@ class ControlClient(ServiceClient):
 
     def remove(self, name: str) -> SiteOut:
         return self._call(SiteOut, "DELETE", f"/v1/sites/{name}")
+
+    # trust
+
+    def enrol_token(self, site: str) -> EnrolTokenOut:
+        """A new one-time enrolment token for `site` (an earlier unused one stops working)."""
+        return self._call(EnrolTokenOut, "POST", f"/v1/sites/{site}/token", idempotent=False)
+
+    def enrol(self, token: str, csr: str, hosts: list[str] | None = None) -> EnrolOut:
+        body = {"token": token, "csr": csr, "hosts": hosts or []}
+        return self._call(EnrolOut, "POST", "/v1/enrol", json=body, idempotent=False)
+
+    def revoke(self, site: str) -> RevokeOut:
+        return self._call(RevokeOut, "POST", f"/v1/sites/{site}/revoke")
 
     # service
 

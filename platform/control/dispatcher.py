@@ -8,6 +8,7 @@ Redis restart is every command not yet applied.
 
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -52,6 +53,8 @@ class Dispatcher:
     settings: ControlSettings
     hub: Hub
     board: LivenessBoard = field(default_factory=LivenessBoard)
+    # Called with each Redis epoch (a fresh control plane, a restarted Redis).
+    on_new_epoch: Callable[[], None] = lambda: None
     policy: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     epoch: str | None = None
     offline_since: dict[str, float] = field(default_factory=dict)
@@ -71,6 +74,7 @@ class Dispatcher:
         if epoch != self.epoch:
             if self.epoch is not None:
                 log.warning("Redis restarted (it forgot the bus): issuing open commands again")
+            self.on_new_epoch()  # the revocation list and the sites' users, before commands
             self.epoch = epoch
         now = time.time()
         self._observe_liveness(now)
@@ -143,7 +147,6 @@ class Dispatcher:
                     job.name,
                     GeoJob.model_validate(job.spec),
                     listen,
-                    job.tls,
                     self.settings.sync_timeout_s,
                 )
                 self._planning[job.id] = Planning(future, listen)
@@ -180,7 +183,6 @@ class Dispatcher:
                 job.state, job.message = JobState.running, None
                 job.started_at = job.updated_at = now
                 job.params, job.bsp_bytes_per_clock = plan.params, plan.bsp_bytes_per_clock
-                job.secret = plan.secret
                 for part in job_store.job_sites(session, job_id):
                     start = plan.starts[part.site]
                     part.state, part.updated_at = SiteState.assigned, now

@@ -32,7 +32,6 @@ class Job(Base):
     id: Mapped[str] = mapped_column(sa.String(ID_LENGTH), primary_key=True)
     name: Mapped[str] = mapped_column(sa.String(128))
     spec: Mapped[dict[str, Any]] = mapped_column(sa.JSON)  # the GeoJob, as submitted
-    tls: Mapped[bool] = mapped_column(sa.Boolean)
     state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, STATE_LENGTH), index=True)
     message: Mapped[str | None] = mapped_column(sa.Text)
     sites: Mapped[list[str]] = mapped_column(sa.JSON)  # in the topology's order
@@ -40,7 +39,6 @@ class Job(Base):
     clocks: Mapped[int] = mapped_column(sa.Integer)
     params: Mapped[int | None] = mapped_column(sa.BigInteger)
     bsp_bytes_per_clock: Mapped[int | None] = mapped_column(sa.BigInteger)
-    secret: Mapped[str | None] = mapped_column(sa.String(128))  # never leaves through the API
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -107,7 +105,7 @@ class Command(Base):
     site: Mapped[str] = mapped_column(sa.String(NAME_LENGTH))
     job_id: Mapped[str | None] = mapped_column(sa.String(ID_LENGTH), index=True)
     kind: Mapped[CommandKind] = mapped_column(sa.String(STATE_LENGTH))
-    payload: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # holds secrets: never listed
+    payload: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)  # a start: big, never listed
     state: Mapped[CommandState] = mapped_column(StrEnumColumn(CommandState, STATE_LENGTH))
     detail: Mapped[str | None] = mapped_column(sa.Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -1,30 +1,25 @@
 """A job, planned for the sites that will run it: one start command per site.
 
 `plan_site_jobs` (the planner the local launcher uses) does the work, with the WAN
-endpoints the agents advertised. Added here: the job's secret and, with TLS, a
-throwaway CA and a certificate per site; each site's class priors and the model's
+endpoints the agents advertised. Added here: each site's class priors and the model's
 signature, which the agent reports to the registry; the model's size, from which the
 WAN bytes BSP would have sent are known.
+
+No secret is planned: geo links are mutual TLS with each site's own certificate (its
+key never leaves the site), and each agent puts the paths of its identity (its
+certificate, key, the CA and the revocation list) into its site job itself.
 """
 
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from atoll.platform.bus.messages import StartJob, TlsFiles
+from atoll.platform.bus.messages import StartJob
 from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.wan import bsp_bytes_per_clock
 from atoll.platform.model.zoo import build_model, model_signature
-from atoll.platform.net import new_job_secret
-from atoll.platform.net.certs import write_job_certificates
 from atoll.platform.site.plan import plan_site_jobs
-
-# Stand-ins in the site jobs: each agent puts the paths of its own copies there.
-SECRET_PLACEHOLDER = Path("secret")
-TLS_PLACEHOLDER = Path("tls")
 
 
 @dataclass(frozen=True)
@@ -32,37 +27,26 @@ class JobPlan:
     starts: dict[str, StartJob]
     params: int
     bsp_bytes_per_clock: int
-    secret: str
 
 
 def plan_job(
     name: str,
     spec: GeoJob,
     geo_listen: dict[str, tuple[str, int]],
-    tls: bool,
     sync_timeout_s: float,
 ) -> JobPlan:
     """`geo_listen`: site -> (host, first port) its agent advertised; shard s is on port + s."""
-    scheme = "wss" if tls else "ws"
     endpoints = {
-        site: tuple(f"{scheme}://{host}:{port + s}" for s in range(spec.shards))
+        site: tuple(f"wss://{host}:{port + s}" for s in range(spec.shards))
         for site, (host, port) in geo_listen.items()
     }
-    site_jobs = plan_site_jobs(
-        spec,
-        endpoints,
-        SECRET_PLACEHOLDER,
-        tls_dir=TLS_PLACEHOLDER if tls else None,
-        sync_timeout_s=sync_timeout_s,
-    )
+    site_jobs = plan_site_jobs(spec, endpoints, None, sync_timeout_s=sync_timeout_s)
     train = load_dataset(spec.dataset, spec.data_dir).train
     model = build_model(spec.model, train.input_shape, train.num_classes, spec.seed)
     params = sum(p.numel() for p in model.parameters())
     signature = model_signature(model)
     labels = train.y.numpy()
     names = tuple(site_jobs)
-    secret = new_job_secret()
-    certificates = _certificates(names, name) if tls else {}
     starts = {}
     for site, site_job in site_jobs.items():
         indices = np.asarray(site_job.train_indices or range(len(labels)), dtype=np.int64)
@@ -70,22 +54,9 @@ def plan_job(
         starts[site] = StartJob(
             job_name=name,
             site_job=site_job.model_dump(mode="json"),
-            secret=secret,
-            tls=certificates.get(site),
             class_priors=[float(c) for c in counts],
             samples=len(indices),
             model_signature=signature,
             clocks=spec.clocks,
         )
-    return JobPlan(starts, params, bsp_bytes_per_clock(params, names, spec.shards), secret)
-
-
-def _certificates(sites: tuple[str, ...], job: str) -> dict[str, TlsFiles]:
-    with tempfile.TemporaryDirectory(prefix="atoll-certs-") as folder:
-        configs = write_job_certificates(Path(folder), sites, job=job)
-        return {
-            site: TlsFiles(
-                ca=c.ca_file.read_text(), cert=c.cert_file.read_text(), key=c.key_file.read_text()
-            )
-            for site, c in configs.items()
-        }
+    return JobPlan(starts, params, bsp_bytes_per_clock(params, names, spec.shards))

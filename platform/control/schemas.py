@@ -25,7 +25,6 @@ class JobCreate(BaseModel):
         description="What to train and how: dataset, partition, model, topology (whose site "
         "names are the edge agents it runs on), geo policy and its parameters, clocks."
     )
-    tls: bool = Field(True, description="TLS (a throwaway CA for the job) on every WAN link.")
 
 
 class JobSiteOut(BaseModel):
@@ -49,7 +48,6 @@ class JobOut(BaseModel):
     name: str
     state: JobState
     message: str | None = Field(description="why it waits, or how it ended")
-    tls: bool
     spec: GeoJob
     sites: list[JobSiteOut]
     params: int | None = Field(description="model parameters (known once planned)")
@@ -138,3 +136,36 @@ class SamplePage(BaseModel):
 
 class Readiness(ServiceReadiness):
     redis: str = Field(description="ok, or why not")
+
+
+class EnrolTokenOut(BaseModel):
+    site: str
+    token: str = Field(description="One-time: give it to the site's agent (ATOLL_ENROL_TOKEN).")
+
+
+class EnrolRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    token: str = Field(min_length=1, max_length=256, description="The site's enrolment token.")
+    csr: str = Field(
+        min_length=1,
+        max_length=16_384,
+        description="A PEM certificate signing request for the key the site made itself.",
+    )
+    hosts: list[Annotated[str, StringConstraints(min_length=1, max_length=253)]] = Field(
+        [], max_length=8, description="Host names its geo links are reached at (optional)."
+    )
+
+
+class EnrolOut(BaseModel):
+    site: str
+    certificate: str = Field(description="PEM: the site's certificate, for its own key.")
+    ca: str = Field(description="PEM: the federation's CA, which every site trusts.")
+    crl: str = Field(description="PEM: the CA's revocation list, as of now.")
+    redis_user: str | None = Field(description="The site's own Redis user (None: not in use).")
+    redis_password: str | None = Field(description="Its password, shown only now.")
+
+
+class RevokeOut(BaseModel):
+    site: str
+    certificates: int = Field(description="Certificates of the site revoked now.")

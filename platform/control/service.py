@@ -13,6 +13,7 @@ from atoll.platform.bus.connection import Bus, BusDown, keep_trying
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.dispatcher import Dispatcher
+from atoll.platform.control.enrolment import Enrolment
 from atoll.platform.control.listeners import StatusListener, TelemetryListener
 from atoll.platform.service.database import Database
 from atoll.platform.service.live import Hub
@@ -26,8 +27,11 @@ class ControlService:
         self.database = database
         self.hub = hub
         url, keys = settings.redis_url.get_secret_value(), BusKeys(settings.redis_prefix)
-        self.buses = [Bus(url, keys) for _ in range(4)]
-        self.dispatcher = Dispatcher(database, self.buses[0], settings, hub)
+        self.buses = [Bus(url, keys) for _ in range(5)]
+        self.enrolment = Enrolment(settings, database, self.buses[4])
+        self.dispatcher = Dispatcher(
+            database, self.buses[0], settings, hub, on_new_epoch=self.enrolment.restore
+        )
         self.status = StatusListener(database, self.buses[1], hub)
         self.telemetry = TelemetryListener(database, self.buses[2], hub)
         self._probe = self.buses[3]

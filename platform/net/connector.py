@@ -30,7 +30,7 @@ from atoll.platform.net.frames import (
 from atoll.platform.net.handshake import Transcript, check_hello, new_nonce
 from atoll.platform.net.link import PeerLink
 from atoll.platform.net.options import LinkOptions
-from atoll.platform.net.tls import TlsConfig, certificate_names
+from atoll.platform.net.tls import TlsConfig
 from atoll.platform.net.wire import (
     CountingClientConnection,
     CountingConnection,
@@ -150,14 +150,9 @@ class Connector:
             if link is None or ws.wire is not link.wire:
                 self.stranger_wire.add(ws.wire)
 
-    def _check_certificate(self, ws: CountingServerConnection, site: str) -> None:
-        if self.tls is None or not self.tls.check_site_name:
-            return
-        names = certificate_names(ws.transport.get_extra_info("peercert"))
-        if site not in names:
-            raise AuthenticationFailed(
-                f"a dialer claiming to be {site!r} has a certificate for {sorted(names)}"
-            )
+    def _check_certificate(self, ws: CountingConnection, site: str) -> None:
+        if self.tls is not None:
+            self.tls.check_peer(ws.transport.get_extra_info("ssl_object"), site)
 
     async def _make_room(self, link: PeerLink) -> None:
         """A second authenticated connection for a link that is up: keep the old one if it
@@ -191,6 +186,7 @@ class Connector:
             async with asyncio.timeout(self.options.handshake_timeout_s):
                 shaper = link.new_shaper()
                 nonce = new_nonce()
+                self._check_certificate(ws, link.peer)
                 hello = Hello(self.site, link.peer, self.incarnation, nonce)
                 await link.send_shaped(ws, shaper, encode(hello))
                 challenge = await _expect(ws, Challenge, link.peer)
@@ -227,8 +223,6 @@ class Connector:
         }
         if self._client_tls is not None:
             options["ssl"] = self._client_tls
-            if self.tls is not None and self.tls.check_site_name:
-                options["server_hostname"] = peer
         return options
 
     # failures

@@ -46,7 +46,7 @@ class SiteEndpoint:
         self,
         site: str,
         directory: Mapping[str, str],
-        secret: str | bytes,
+        secret: str | bytes | None,
         *,
         listen: tuple[str, int] | None = None,
         shapes: Mapping[str, LinkShape] | None = None,
@@ -56,7 +56,14 @@ class SiteEndpoint:
         self.site = site
         self.options = options or LinkOptions()
         self.incarnation = new_incarnation()  # this process's; a restarted site gets a new one
-        self._secret = secret_bytes(secret)
+        if secret is None and (tls is None or not tls.check_site_name):
+            raise LinkError(
+                "a link without a job secret needs TLS with per-site certificates "
+                "(they authenticate the peer)"
+            )
+        # With per-site certificates TLS authenticates each peer; the handshake's proofs are
+        # then keyed with nothing and only bind its transcript.
+        self._secret = b"" if secret is None else secret_bytes(secret)
         self._tls = tls
         scheme = "wss" if tls else "ws"
         urls = {name: _check_url(name, url, scheme) for name, url in directory.items()}

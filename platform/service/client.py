@@ -5,6 +5,7 @@ it cannot do anything twice (the caller says so with `idempotent`)."""
 
 import os
 import random
+import ssl
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self, TypeVar
@@ -27,6 +28,19 @@ _MAX_PAUSE_S = 30.0
 def admin_token_from_env() -> str | None:
     """The first of the comma-separated ATOLL_ADMIN_TOKEN: the one a client presents."""
     return os.environ.get("ATOLL_ADMIN_TOKEN", "").split(",")[0].strip() or None
+
+
+def tls_verification(ca_file: str | None = None) -> ssl.SSLContext | bool:
+    """How an https:// service's certificate is checked: against `ca_file` (default the
+    ATOLL_CA_FILE variable: the federation's CA, for services it issued certificates
+    to), else against the system's trusted CAs."""
+    ca_file = ca_file or os.environ.get("ATOLL_CA_FILE") or None
+    if ca_file is None:
+        return True
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as e:
+        raise AtollError(f"cannot read the CA file {ca_file} (ATOLL_CA_FILE): {e}") from e
 
 
 class ServiceError(AtollError):
@@ -72,6 +86,7 @@ class ServiceClient:
         retries: int = 3,
         backoff_s: float = 0.2,
         transport: httpx.BaseTransport | None = None,
+        ca_file: str | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.url = (url or self.default_url).rstrip("/")
@@ -82,6 +97,7 @@ class ServiceClient:
             headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
             transport=transport,
+            verify=tls_verification(ca_file),
         )
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from atoll.platform.core.errors import AtollError
 from atoll.platform.service.database import Database, describe_url
 from atoll.platform.service.schema import AlembicSchema
-from atoll.platform.service.settings import ServiceSettings
+from atoll.platform.service.settings import ServiceSettings, TlsSettings
 
 
 class StartupRefused(RuntimeError):
@@ -74,7 +74,10 @@ def serve_app(
     workers: int = 1,
 ) -> None:
     """Serve the app `app_factory` ("module:function") makes with uvicorn, until stopped:
-    every Atoll HTTP service (the registry, the control plane, the dashboard) runs here."""
+    every Atoll HTTP service (the registry, the control plane, the dashboard) runs here.
+    Over HTTPS when ATOLL_TLS_CERT_FILE and ATOLL_TLS_KEY_FILE are set."""
+    tls = TlsSettings()
+    files = tls.files()
     uvicorn.run(
         app_factory,
         factory=True,
@@ -84,4 +87,6 @@ def serve_app(
         log_level=log_level,
         access_log=access_log,
         server_header=False,
+        ssl_certfile=str(files[0]) if files else None,
+        ssl_keyfile=str(files[1]) if files else None,
     )

@@ -9,6 +9,7 @@ from typing import ClassVar
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from atoll.platform.core.errors import AtollError
 from atoll.platform.service.security import hash_token
 
 MIN_ADMIN_TOKEN_CHARS = 16
@@ -16,6 +17,27 @@ MIN_ADMIN_TOKEN_CHARS = 16
 
 def default_state_dir() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "atoll"
+
+
+class TlsSettings(BaseSettings):
+    """HTTPS for a service: its certificate (chain) and key, both or neither. Clients check
+    the certificate against ATOLL_CA_FILE (platform/service/client.py)."""
+
+    model_config = SettingsConfigDict(env_prefix="ATOLL_", extra="ignore")
+
+    tls_cert_file: Path | None = Field(None, description="PEM certificate chain: serve HTTPS")
+    tls_key_file: Path | None = Field(None, description="its private key (PEM)")
+
+    def files(self) -> tuple[Path, Path] | None:
+        """(certificate, key), or None for plain HTTP; AtollError when half set or missing."""
+        if self.tls_cert_file is None and self.tls_key_file is None:
+            return None
+        if self.tls_cert_file is None or self.tls_key_file is None:
+            raise AtollError("set both ATOLL_TLS_CERT_FILE and ATOLL_TLS_KEY_FILE, or neither")
+        for path in (self.tls_cert_file, self.tls_key_file):
+            if not path.is_file():
+                raise AtollError(f"no TLS file at {path} (ATOLL_TLS_CERT_FILE/ATOLL_TLS_KEY_FILE)")
+        return self.tls_cert_file, self.tls_key_file
 
 
 class ServiceSettings(BaseSettings):

@@ -65,12 +65,17 @@ class GeoMirror:
         tls = None
         if config.tls_dir is not None:
             d = config.tls_dir
-            tls = TlsConfig(d / "ca.pem", d / f"{config.site}.pem", d / f"{config.site}.key")
+            tls = TlsConfig(
+                d / "ca.pem",
+                d / f"{config.site}.pem",
+                d / f"{config.site}.key",
+                crl_file=config.crl_file,
+            )
         directory = {site: urls[shard] for site, urls in config.endpoints.items()}
         self.endpoint = SiteEndpoint(
             config.site,
             directory,
-            config.secret_file.read_bytes().strip(),
+            config.secret_file.read_bytes().strip() if config.secret_file else None,
             shapes=self.shapes,
             tls=tls,
             options=LinkOptions(lease_s=config.policy.lease_s),

@@ -17,9 +17,10 @@ from atoll.platform.site.spec import SiteGeo, SiteJob
 def plan_site_jobs(
     job: GeoJob,
     endpoints: dict[str, tuple[str, ...]],
-    secret_file: Path,
+    secret_file: Path | None,
     *,
     tls_dir: Path | None = None,
+    crl_file: Path | None = None,
     sync_timeout_s: float = 300.0,
     threads: int | None = None,
 ) -> dict[str, SiteJob]:
@@ -45,6 +46,7 @@ def plan_site_jobs(
             },
             secret_file=secret_file,
             tls_dir=tls_dir,
+            crl_file=crl_file,
             sync_timeout_s=sync_timeout_s,
         )
         jobs[name] = SiteJob(

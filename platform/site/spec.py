@@ -34,8 +34,15 @@ class SiteGeo(BaseModel):
     links: dict[str, tuple[float, float]] = Field(
         description="peer -> (one-way latency s, bandwidth bit/s) of this site's link to it"
     )
-    secret_file: Path = Field(description="the job's shared secret; never in this file itself")
+    secret_file: Path | None = Field(
+        None,
+        description="a shared secret for the job (local runs); never in this file itself. "
+        "None: the sites' own certificates (tls_dir) authenticate them",
+    )
     tls_dir: Path | None = Field(None, description="ca.pem and <site>.pem/<site>.key")
+    crl_file: Path | None = Field(
+        None, description="the CA's revocation list, checked per handshake"
+    )
     sync_timeout_s: float = Field(300.0, gt=0, description="longest wait on the other sites")
 
     @property

@@ -22,7 +22,7 @@ MAX_YAML_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class FormField:
-    name: str  # dotted path in the spec, e.g. geo.threshold; or name, tls (not in the spec)
+    name: str  # dotted path in the spec, e.g. geo.threshold; or name (not in the spec)
     label: str
     kind: Kind
     group: str
@@ -36,7 +36,7 @@ class FormField:
 
     @property
     def in_spec(self) -> bool:
-        return self.name not in ("name", "tls")
+        return self.name != "name"
 
 
 def topology_names() -> tuple[str, ...]:
@@ -118,7 +118,6 @@ FIELDS: tuple[FormField, ...] = (
     FormField(
         "geo.period", "Period H (fedavg, diloco)", "int", "Geo policy", "local clocks per round"
     ),
-    FormField("tls", "TLS on the WAN links", "checkbox", "Job"),
 )
 BY_NAME = {f.name: f for f in FIELDS}
 
@@ -128,9 +127,6 @@ def defaults() -> dict[str, str]:
     spec = GeoJob().model_dump(mode="json")
     values = {}
     for f in FIELDS:
-        if f.name == "tls":
-            values[f.name] = "on"
-            continue
         if f.name == "name":
             values[f.name] = ""
             continue
@@ -145,19 +141,16 @@ def defaults() -> dict[str, str]:
 
 @dataclass
 class Submission:
-    """A form read: the spec to send, the job's name and TLS, or what is wrong with it."""
+    """A form read: the spec to send and the job's name, or what is wrong with it."""
 
     spec: dict[str, Any] = field(default_factory=dict)
     name: str | None = None
-    tls: bool = True
     errors: dict[str, str] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)  # as typed, to fill the form again
 
 
 def from_form(form: Mapping[str, str]) -> Submission:
     result = Submission(values={f.name: str(form.get(f.name, "")).strip() for f in FIELDS})
-    result.values["tls"] = "on" if form.get("tls") else ""
-    result.tls = bool(form.get("tls"))
     result.name = result.values["name"] or None
     for f in FIELDS:
         if not f.in_spec:
@@ -176,9 +169,9 @@ def from_form(form: Mapping[str, str]) -> Submission:
     return result
 
 
-def from_yaml(text: str, name: str | None, tls: bool) -> Submission:
+def from_yaml(text: str, name: str | None) -> Submission:
     """An uploaded job file (the format of `--job`): the whole spec."""
-    result = Submission(name=name or None, tls=tls)
+    result = Submission(name=name or None)
     if len(text.encode()) > MAX_YAML_BYTES:
         result.errors["job_file"] = f"is larger than {MAX_YAML_BYTES // 1024} KiB"
         return result

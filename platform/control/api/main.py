@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter
 
-from atoll.platform.control.api.routes import events, jobs, sites
+from atoll.platform.control.api.routes import events, jobs, sites, trust
 
 api_router = APIRouter()
-for router in (jobs.router, jobs.commands_router, sites.router, events.router):
+for router in (jobs.router, jobs.commands_router, sites.router, events.router, trust.router):
     api_router.include_router(router)

@@ -1,5 +1,6 @@
 """The control plane's settings, read from `ATOLL_*` environment variables."""
 
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field, SecretStr
@@ -29,6 +30,16 @@ class ControlSettings(ServiceSettings):
         gt=0,
         description="a running site offline this long, or whose clock has not moved for this "
         "long, no longer holds up the end of its job once the others are done",
+    )
+    ca_dir: Path | None = Field(
+        None,
+        description="the federation's CA (ca.pem, ca.key; `atoll ca init`): signs the sites' "
+        "certificates at enrolment. Without it no site can enrol",
+    )
+    redis_site_users: bool = Field(
+        True,
+        description="give each enrolled site a Redis ACL user of its own (needs a control "
+        "plane Redis user allowed ACL SETUSER/DELUSER)",
     )
     tick_s: float = Field(0.25, gt=0, description="how often liveness and jobs are looked at")
     events_heartbeat_s: float = Field(

@@ -20,7 +20,6 @@ def create_job(
     sites: Sequence[str],
     shards: int,
     clocks: int,
-    tls: bool,
     now: datetime,
 ) -> Job:
     job_id = str(uuid4())
@@ -28,7 +27,6 @@ def create_job(
         id=job_id,
         name=name or f"job-{job_id[:8]}",
         spec=spec,
-        tls=tls,
         state=JobState.pending,
         sites=list(sites),
         shards=shards,

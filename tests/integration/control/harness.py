@@ -12,12 +12,15 @@ from typing import Any, TypeVar
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
+from cryptography.hazmat.primitives.serialization import Encoding
 from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
+from atoll.edge.identity import Identity, make_key_and_csr, store_enrolment
 from atoll.localstack.deployment import LocalRedis
 from atoll.localstack.registry import postgres_schema
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
+from atoll.platform.control.authority import Authority, init_authority
 from atoll.platform.control.client import ControlClient
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.main import create_app
@@ -104,6 +107,19 @@ def control_database(folder: Path) -> Iterator[str]:
             yield scoped
         return
     yield f"sqlite:///{folder / 'control.db'}"
+
+
+def enrol_offline(ca_dir: Path, state_dir: Path, site: str) -> Identity:
+    """What enrolment leaves in an agent's state (its own key, its certificate from the CA in
+    `ca_dir`, made if missing), without a control plane: for tests that play one."""
+    if not (ca_dir / "ca.pem").exists():
+        init_authority(ca_dir)
+    authority = Authority(ca_dir)
+    identity = Identity(site, state_dir / "identity")
+    cert = authority.sign_site(site, make_key_and_csr(identity), ["127.0.0.1"])
+    pem = cert.public_bytes(Encoding.PEM).decode()
+    store_enrolment(identity, pem, authority.cert_pem, authority.crl([]), None, None)
+    return identity
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float, poll_s: float = 0.2) -> Any:

@@ -53,7 +53,7 @@ def status(
 
 def make_job(db: Database, sites: tuple[str, ...] = ("a", "b"), state: str = "running") -> str:
     with db.writing() as session:
-        job = job_store.create_job(session, None, {"clocks": 10}, sites, 1, 10, True, utcnow())
+        job = job_store.create_job(session, None, {"clocks": 10}, sites, 1, 10, utcnow())
         job.state = state
         session.commit()
         return job.id

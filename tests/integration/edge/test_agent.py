@@ -13,6 +13,7 @@ from uuid import uuid4
 import pytest
 import yaml
 from integration.control.harness import (
+    enrol_offline,
     log_events,
     own_redis,
     wait_for,
@@ -54,6 +55,7 @@ class Agent:
             **extra,
         }
         self.config.write_text(yaml.safe_dump(settings))
+        enrol_offline(root / "ca", root / "state", "a")
         self.process: Managed | None = None
 
     def start(self, env: dict[str, str] | None = None) -> Managed:
@@ -106,7 +108,6 @@ def start_command(steps: int, checkpoint_every: int = 10) -> Command:
     start = StartJob(
         job_name="t",
         site_job=site_job.model_dump(mode="json"),
-        secret="unused",
         class_priors=[1.0] * 10,
         samples=1437,
         model_signature="sha256:test",

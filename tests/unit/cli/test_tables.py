@@ -22,7 +22,6 @@ def job(sites: list[str], clocks: int) -> JobOut:
         name="demo",
         state=JobState.running,
         message="waiting for singapore to come back online",
-        tls=True,
         spec=GeoJob(clocks=clocks),
         sites=parts,
         params=100_000,

@@ -8,7 +8,6 @@ def test_messages_round_trip_through_stream_fields() -> None:
     start = StartJob(
         job_name="j",
         site_job={"geo": {"site": "a"}},
-        secret="s",
         class_priors=[1.0, 2.0],
         samples=3,
         model_signature="sha256:x",

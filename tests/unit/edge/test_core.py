@@ -18,7 +18,7 @@ from atoll.platform.core.events import (
 )
 
 LIMITS = Limits(max_restarts=2, stop_timeout_s=10.0, telemetry_interval_s=1.0, registry=True)
-START = StartJob(job_name="t", site_job={}, secret="s", class_priors=[0.5, 0.5], samples=100,
+START = StartJob(job_name="t", site_job={}, class_priors=[0.5, 0.5], samples=100,
                  model_signature="sig", clocks=100)  # fmt: skip
 
 

@@ -3,29 +3,29 @@ import stat
 from pathlib import Path
 
 from atoll.edge.state import AgentFile, LocalJob, StateDir
-from atoll.platform.bus.messages import TlsFiles
 
 
-def test_a_job_is_written_with_this_machines_paths_and_private_secrets(tmp_path: Path) -> None:
+def test_a_job_is_written_with_this_machines_paths_and_the_sites_own_identity(
+    tmp_path: Path,
+) -> None:
     state = StateDir(tmp_path / "state")
-    geo = {"site": "a", "secret_file": "secret", "tls_dir": "tls"}
+    geo = {"site": "a", "tls_dir": None}
     site_job = {"dataset": "digits", "geo": geo}
-    tls = TlsFiles(ca="CA", cert="CERT", key="KEY")
-    path = state.write_job("j1", "a", site_job, "s3cret", tls, tmp_path / "data", threads=1)
+    identity = tmp_path / "state" / "identity"
+    path = state.write_job(
+        "j1", site_job, identity, identity / "crl.pem", tmp_path / "data", threads=1
+    )
     written = json.loads(path.read_text())
-    folder = state.job_dir("j1").resolve()
-    assert written["geo"]["secret_file"] == str(folder / "secret")
-    assert written["geo"]["tls_dir"] == str(folder / "tls")
+    assert written["geo"]["secret_file"] is None  # no job secret: certificates authenticate
+    assert written["geo"]["tls_dir"] == str(identity.resolve())
+    assert written["geo"]["crl_file"] == str((identity / "crl.pem").resolve())
     assert written["data_dir"] == str(tmp_path / "data")
     assert written["threads"] == 1
-    assert (folder / "secret").read_text() == "s3cret"
-    for private in (folder / "secret", folder / "tls" / "a.key"):
-        assert stat.S_IMODE(private.stat().st_mode) == 0o600
-    assert (folder / "tls" / "a.pem").read_text() == "CERT"
+    assert sorted(p.name for p in state.job_dir("j1").iterdir()) == ["site-job.json"]
 
 
 def test_a_site_that_trains_alone_has_no_geo_section_to_fill(tmp_path: Path) -> None:
-    path = StateDir(tmp_path).write_job("j1", "a", {"geo": None}, "s", None, None, None)
+    path = StateDir(tmp_path).write_job("j1", {"geo": None}, tmp_path, tmp_path, None, None)
     assert json.loads(path.read_text()) == {"geo": None}
 
 

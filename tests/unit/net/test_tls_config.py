@@ -6,7 +6,7 @@ from cryptography import x509
 
 from atoll.platform.net.certs import write_job_certificates
 from atoll.platform.net.errors import LinkError
-from atoll.platform.net.tls import TlsConfig, certificate_names
+from atoll.platform.net.tls import SITE_URI_PREFIX, TlsConfig, certificate_sites
 
 
 def test_each_site_gets_a_certificate_for_its_name_signed_by_the_job_ca(tmp_path: Path) -> None:
@@ -16,10 +16,11 @@ def test_each_site_gets_a_certificate_for_its_name_signed_by_the_job_ca(tmp_path
         cert = x509.load_pem_x509_certificate(config.cert_file.read_bytes())
         cert.verify_directly_issued_by(ca)
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        assert site in names.get_values_for_type(x509.DNSName)
+        assert SITE_URI_PREFIX + site in names.get_values_for_type(x509.UniformResourceIdentifier)
         assert config.key_file.stat().st_mode & 0o077 == 0  # the key is private
         assert config.server_context().verify_mode == ssl.CERT_REQUIRED
-        assert config.client_context().check_hostname
+        # peers are checked by the site their certificate names, not by host
+        assert not config.client_context().check_hostname
 
 
 def test_two_jobs_never_share_a_ca(tmp_path: Path) -> None:
@@ -36,7 +37,14 @@ def test_missing_files_are_a_clear_error(tmp_path: Path) -> None:
         config.client_context()
 
 
-def test_certificate_names_reads_dns_entries_only() -> None:
-    peercert = {"subjectAltName": (("DNS", "tokyo"), ("IP Address", "127.0.0.1"))}
-    assert certificate_names(peercert) == {"tokyo"}
-    assert certificate_names(None) == set()
+def test_certificate_sites_reads_atoll_site_uris_only() -> None:
+    peercert = {
+        "subjectAltName": (
+            ("DNS", "osaka"),
+            ("URI", "urn:atoll:site:tokyo"),
+            ("URI", "https://example.org/"),
+            ("IP Address", "127.0.0.1"),
+        )
+    }
+    assert certificate_sites(peercert) == {"tokyo"}
+    assert certificate_sites(None) == set()

@@ -8,10 +8,9 @@ from atoll.web.views import jobform
 
 def test_the_default_form_is_the_default_job() -> None:
     values = jobform.defaults()
-    submitted = jobform.from_form({**values, "tls": "on"})
+    submitted = jobform.from_form(values)
     assert submitted.errors == {}
     assert GeoJob.model_validate(submitted.spec) == GeoJob()
-    assert submitted.tls is True
     assert submitted.name is None
 
 
@@ -20,7 +19,6 @@ def test_fields_become_typed_nested_values_and_empty_optional_ones_are_left_out(
         **jobform.defaults(), "name": " run-1 ", "geo.threshold": "0.02", "clocks": "60",
         "sites": "", "target_accuracy": "0.9", "optimizer.lr": "",
     }  # fmt: skip
-    del form["tls"]  # an unticked checkbox is not sent
     spec = jobform.from_form(form)
     assert spec.errors == {}
     assert spec.name == "run-1"
@@ -28,7 +26,6 @@ def test_fields_become_typed_nested_values_and_empty_optional_ones_are_left_out(
     assert spec.spec["clocks"] == 60
     assert spec.spec["target_accuracy"] == 0.9
     assert "sites" not in spec.spec and "lr" not in spec.spec["optimizer"]
-    assert spec.tls is False  # the checkbox was not sent
 
 
 def test_bad_text_is_named_by_field_and_kept_to_show_again() -> None:
@@ -54,9 +51,9 @@ def test_api_problems_go_next_to_their_field_or_on_top() -> None:
 
 
 def test_a_job_file_is_the_whole_spec_or_a_clear_error() -> None:
-    good = jobform.from_yaml("dataset: digits\ngeo:\n  policy: bsp\n", "j", True)
+    good = jobform.from_yaml("dataset: digits\ngeo:\n  policy: bsp\n", "j")
     assert good.errors == {} and good.spec == {"dataset": "digits", "geo": {"policy": "bsp"}}
-    assert "not valid YAML" in jobform.from_yaml("a: [", None, True).errors["job_file"]
-    assert "mapping" in jobform.from_yaml("- 1\n- 2\n", None, True).errors["job_file"]
+    assert "not valid YAML" in jobform.from_yaml("a: [", None).errors["job_file"]
+    assert "mapping" in jobform.from_yaml("- 1\n- 2\n", None).errors["job_file"]
     huge = "a: " + "x" * (jobform.MAX_YAML_BYTES + 1)
-    assert "larger than" in jobform.from_yaml(huge, None, True).errors["job_file"]
+    assert "larger than" in jobform.from_yaml(huge, None).errors["job_file"]

@@ -87,9 +87,7 @@ async def submit_job(request: Request, web: AppDep, session: WriterDep) -> Respo
         if upload is not None and not isinstance(upload, str) and upload.filename:
             raw = await upload.read(jobform.MAX_YAML_BYTES + 1)
             text = raw.decode("utf-8", errors="replace")
-        submission = jobform.from_yaml(
-            text, str(form.get("name") or "").strip(), bool(form.get("tls"))
-        )
+        submission = jobform.from_yaml(text, str(form.get("name") or "").strip())
         if not submission.errors:
             return await _submit(request, web, session, submission, yaml_text=text)
         return _form_page(request, session, 422, yaml_errors=submission.errors, yaml_text=text)
@@ -110,7 +108,7 @@ async def _submit(
     client = web.backends.control_client
     try:
         job = web.backends.control.call(
-            lambda: client.submit(submission.spec, name=submission.name, tls=submission.tls)
+            lambda: client.submit(submission.spec, name=submission.name)
         )
     except ServiceError as e:
         placed = jobform.place_problems(e.problems)

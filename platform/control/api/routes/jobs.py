@@ -59,7 +59,6 @@ def submit(body: JobCreate, session: WriteSession) -> JobOut:
         sites,
         spec.shards,
         spec.clocks,
-        body.tls,
         utcnow(),
     )
     session.commit()
@@ -146,7 +145,7 @@ def list_commands(
     job_id: Annotated[str | None, Query(description="Only for this job.")] = None,
     limit: Limit = 100,
 ) -> CommandList:
-    """Newest first. What they carry (a job's secret, TLS keys) is never shown."""
+    """Newest first. What a start carries (the site's part of the job) is not listed."""
     rows = command_store.list_commands(session, site, job_id, limit)
     return CommandList(commands=[CommandOut.model_validate(r, from_attributes=True) for r in rows])
 

@@ -1,0 +1,161 @@
+"""Trust across the WAN, against the whole deployment as processes (our own Redis, the
+registry, the control plane with its CA, three edge agents that enrolled themselves):
+no private key or secret crosses Redis or HTTP during a full job; a site's Redis
+credentials reach only its own part of Redis; a revoked site cannot rejoin a running
+job while the others go on."""
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+import redis
+from integration.control.harness import (
+    DIGITS_JOB,
+    SITES,
+    control_database,
+    job_end,
+    own_redis,
+)
+
+from atoll.localstack.deployment import AgentSpec, LocalDeployment
+from atoll.platform.control.client import ControlClient
+
+pytestmark = pytest.mark.integration
+JOB_S = 240
+JOB = {**DIGITS_JOB, "clocks": 200, "geo": {"policy": "asp", "lease_s": 3.0}}
+# What must never be seen on the bus or in an HTTP body: a PEM private key, a job secret
+# (the field that carried one), and (below) each site's own key material.
+FORBIDDEN = ("PRIVATE KEY", '"secret":', "secret=")
+
+
+class Recorder:
+    """An HTTP proxy in front of a service that keeps every request and response body."""
+
+    def __init__(self, target_port: int) -> None:
+        self.bodies: list[str] = []
+        recorder, target = self, f"http://127.0.0.1:{target_port}"
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                answer = httpx.request(
+                    self.command, target + self.path, content=body, headers=headers, timeout=30
+                )
+                recorder.bodies += [body.decode(errors="replace"), answer.text]
+                self.send_response(answer.status_code)
+                for key, value in answer.headers.items():
+                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(key, value)
+                self.send_header("content-length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+class RecordedDeployment(LocalDeployment):
+    """Every agent, and the test, reach the registry and the control plane through a
+    Recorder each."""
+
+    recorders: dict[str, Recorder]
+
+    @property
+    def control_url(self) -> str:
+        return self.recorders["control"].url
+
+    @property
+    def registry_url(self) -> str:
+        return self.recorders["registry"].url
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RecordedDeployment]:
+    root = tmp_path_factory.mktemp("trust")
+    with own_redis(root / "redis") as server, control_database(root) as database_url:
+        stack = RecordedDeployment(
+            root,
+            [AgentSpec(name, region) for name, region in SITES.items()],
+            redis_url=server.url,
+            control_database_url=database_url,
+            heartbeat_s=0.5,
+            with_web=False,
+        )
+        stack.recorders = {
+            "control": Recorder(stack.control_port),
+            "registry": Recorder(stack.registry_port),
+        }
+        try:
+            yield stack.start()
+        finally:
+            stack.stop()
+            for recorder in stack.recorders.values():
+                recorder.server.shutdown()
+
+
+@pytest.fixture
+def client(deployment: LocalDeployment) -> Iterator[ControlClient]:
+    with ControlClient(deployment.control_url, deployment.admin_token, retries=10) as control:
+        yield control
+
+
+class Monitor:
+    """Every command Redis executes, as MONITOR shows it, in a thread of its own."""
+
+    def __init__(self, url: str) -> None:
+        self.lines: list[str] = []
+        self._redis = redis.Redis.from_url(url, decode_responses=True)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "Monitor":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        with self._redis.monitor() as monitor:
+            for command in monitor.listen():
+                self.lines.append(str(command.get("command", "")))
+                if self._stop.is_set():
+                    return
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._redis.ping()  # one more command, so that listen() sees the stop
+        self._thread.join(timeout=5)
+
+
+def test_a_full_job_sends_no_private_key_or_secret_over_redis_or_http(
+    deployment: RecordedDeployment, client: ControlClient
+) -> None:
+    with Monitor(deployment.bus_url) as monitor:
+        job = client.submit(JOB, name="scan")
+        done = job_end(client, job.id, JOB_S)
+        assert done.state == "completed", done.message
+        client.commands(job_id=job.id)
+    bodies = [b for r in deployment.recorders.values() for b in r.bodies]
+    assert sum("BEGIN CERTIFICATE REQUEST" in b for b in bodies) == len(SITES)  # enrolments
+    assert any("registered" in b or "class_priors" in b for b in bodies)  # agents' reports
+    starts = [line for line in monitor.lines if "start_job" in line]
+    assert len(starts) >= len(SITES), "the monitor saw every start command"
+    assert len(monitor.lines) > 100
+    forbidden = list(FORBIDDEN)
+    for site in SITES:
+        key = deployment.root / "edge" / site / "state" / "identity" / f"{site}.key"
+        assert key.stat().st_mode & 0o777 == 0o600
+        pem = key.read_text()
+        assert "PRIVATE KEY" in pem  # made there, and only there
+        forbidden += [line for line in pem.splitlines() if "-----" not in line]
+    for line in monitor.lines + bodies:
+        for word in forbidden:
+            assert word not in line, line[:300]
