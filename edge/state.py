@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from atoll.edge.ledger import CommandLedger
 from atoll.platform.bus.messages import SiteJobState, TlsFiles
 from atoll.platform.core.files import write_json
+from atoll.platform.data.schema import SiteData
 
 
 class LocalJob(BaseModel):
@@ -98,7 +99,7 @@ class StateDir:
 
     def write_job(
         self, job_id: str, site: str, site_job: dict[str, Any], secret: str, tls: TlsFiles | None,
-        data_dir: Path | None, threads: int | None,
+        data_dir: Path | None, threads: int | None, data: SiteData | None = None,
     ) -> Path:  # fmt: skip
         """The job's files, with this machine's paths in the site job; returns its file."""
         folder = self.job_dir(job_id)
@@ -116,6 +117,8 @@ class StateDir:
                 _write_private(tls_dir / f"{site}.key", tls.key)
                 geo["tls_dir"] = str(tls_dir.resolve())
             local["geo"] = geo
+        if data is not None:
+            local["data"] = data.model_dump(mode="json")
         if data_dir is not None:
             local["data_dir"] = str(data_dir)
         if threads is not None:

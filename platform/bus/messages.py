@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from atoll.platform.data.schema import DataReport
+
 FIELD = "m"  # the stream entry field that holds the message
 
 SiteName = Annotated[
@@ -47,9 +49,9 @@ class StartJob(Message):
     site_job: dict[str, Any]
     secret: str = Field(description="the job's shared secret for the HMAC handshake")
     tls: TlsFiles | None = None
-    class_priors: list[float] = Field(description="label histogram of the site's data")
-    samples: int = Field(description="training samples at the site")
-    model_signature: str
+    own_data: bool = Field(
+        False, description="train on the data the site's site.yaml names (it fills `data` in)"
+    )
     clocks: int
 
 
@@ -86,6 +88,10 @@ class JobReport(Message):
     message: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    # The site's own account, once it has started: nothing central computes these.
+    samples: int | None = None
+    params: int | None = None
+    bsp_bytes_per_clock: int | None = None
 
 
 class AgentStatus(Message):
@@ -103,6 +109,7 @@ class AgentStatus(Message):
     geo_port: int
     geo_ports: int = Field(description="consecutive ports from geo_port: the most shards")
     version: str
+    data: DataReport | None = Field(None, description="the data its site.yaml names, if any")
     jobs: list[JobReport] = []
     applied: list[AppliedCommand] = []
     duplicates: int = Field(0, description="deliveries of commands it had already applied")

@@ -106,6 +106,8 @@ class Site(Base):
     status_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     status_time: Mapped[float] = mapped_column(Float, default=0.0)
     duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    # Its DataReport (schema, samples, label histogram), as its agent last reported it.
+    data_report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -2,22 +2,16 @@
 
 `plan_site_jobs` (the planner the local launcher uses) does the work, with the WAN
 endpoints the agents advertised. Added here: the job's secret and, with TLS, a
-throwaway CA and a certificate per site; each site's class priors and the model's
-signature, which the agent reports to the registry; the model's size, from which the
-WAN bytes BSP would have sent are known.
+throwaway CA and a certificate per site. Nothing here reads data or builds a model: each
+site reports its own class priors, sample count, model signature and size.
 """
 
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from atoll.platform.bus.messages import StartJob, TlsFiles
-from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.wan import bsp_bytes_per_clock
-from atoll.platform.model.zoo import build_model, model_signature
 from atoll.platform.net import new_job_secret
 from atoll.platform.net.certs import write_job_certificates
 from atoll.platform.site.plan import plan_site_jobs
@@ -30,8 +24,6 @@ TLS_PLACEHOLDER = Path("tls")
 @dataclass(frozen=True)
 class JobPlan:
     starts: dict[str, StartJob]
-    params: int
-    bsp_bytes_per_clock: int
     secret: str
 
 
@@ -55,29 +47,20 @@ def plan_job(
         tls_dir=TLS_PLACEHOLDER if tls else None,
         sync_timeout_s=sync_timeout_s,
     )
-    train = load_dataset(spec.dataset, spec.data_dir).train
-    model = build_model(spec.model, train.input_shape, train.num_classes, spec.seed)
-    params = sum(p.numel() for p in model.parameters())
-    signature = model_signature(model)
-    labels = train.y.numpy()
-    names = tuple(site_jobs)
     secret = new_job_secret()
-    certificates = _certificates(names, name) if tls else {}
-    starts = {}
-    for site, site_job in site_jobs.items():
-        indices = np.asarray(site_job.train_indices or range(len(labels)), dtype=np.int64)
-        counts = np.bincount(labels[indices], minlength=train.num_classes)
-        starts[site] = StartJob(
+    certificates = _certificates(tuple(site_jobs), name) if tls else {}
+    starts = {
+        site: StartJob(
             job_name=name,
             site_job=site_job.model_dump(mode="json"),
             secret=secret,
             tls=certificates.get(site),
-            class_priors=[float(c) for c in counts],
-            samples=len(indices),
-            model_signature=signature,
+            own_data=spec.data == "site",
             clocks=spec.clocks,
         )
-    return JobPlan(starts, params, bsp_bytes_per_clock(params, names, spec.shards), secret)
+        for site, site_job in site_jobs.items()
+    }
+    return JobPlan(starts, secret)
 
 
 def _certificates(sites: tuple[str, ...], job: str) -> dict[str, TlsFiles]:

@@ -37,7 +37,8 @@ from atoll.platform.core.events import (
     TrainingFinished,
     TrainingStarted,
 )
-from atoll.platform.data.datasets import Dataset, load_dataset
+from atoll.platform.data.datasets import Dataset, load_share, load_site_data
+from atoll.platform.geo.wan import bsp_bytes_per_clock
 from atoll.platform.model.evaluate import Evaluation, evaluate
 from atoll.platform.model.zoo import build_model, model_signature
 from atoll.platform.site.barrier import BSPBarrier
@@ -146,10 +147,12 @@ class SiteRank:
     def __init__(self, ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> None:
         self.ctx, self.events, self.stop = ctx, events, stop
         job = ctx.job
-        data = load_dataset(job.dataset, job.data_dir)
-        self.train: Dataset = (
-            data.train.subset(list(job.train_indices)) if job.train_indices else data.train
+        data = (
+            load_site_data(job.data)
+            if job.data
+            else load_share(job.dataset, job.data_dir, job.share)
         )
+        self.train: Dataset = data.train
         self.test = data.test
         self.eval_set = (
             data.test.sample(job.eval_samples, job.seed) if job.eval_samples else data.test
@@ -196,14 +199,8 @@ class SiteRank:
         step = self._restore()
         if self.ctx.job.geo is not None:
             step = self._join_geo(step)
-        self._emit(
-            TrainingStarted(
-                time=time.time(),
-                step=step,
-                total_steps=self.total_steps,
-                params=self.flat.num_params,
-            )
-        )
+        if self.rank == 0:
+            self._emit(self._started(step))
         for work in self._distribute_params():  # initial or restored parameters
             _wait(work, f"rank {self.rank} received no initial parameters")
         step, stopped, step_times = self._train(step)
@@ -241,6 +238,24 @@ class SiteRank:
                 test_accuracy=evaluation.accuracy if evaluation else None,
                 test_loss=evaluation.loss if evaluation else None,
             )
+        )
+
+    def _started(self, step: int) -> TrainingStarted:
+        """What the site reports of itself: its data (never a sample), the model, and what
+        BSP would send over the WAN for it."""
+        job, params = self.ctx.job, self.flat.num_params
+        counts = torch.bincount(self.train.y, minlength=self.train.num_classes)
+        return TrainingStarted(
+            time=time.time(),
+            step=step,
+            total_steps=self.total_steps,
+            params=params,
+            samples=len(self.train),
+            class_counts=[int(c) for c in counts],
+            model_signature=model_signature(self.model),
+            bsp_bytes_per_clock=(
+                bsp_bytes_per_clock(params, job.geo.sites, job.shards) if job.geo else None
+            ),
         )
 
     def _train(self, step: int) -> tuple[int, bool, list[float]]:

@@ -14,13 +14,18 @@ from atoll.platform.core.files import write_json
 from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.core.runlog import RunLog
 from atoll.platform.data.datasets import check_dataset
+from atoll.platform.data.readers import read_site_data
 from atoll.platform.site.cluster import SiteCluster, SiteFailure
 from atoll.platform.site.spec import SiteJob
 
 
 def prepare_run_dir(out_dir: Path, job: SiteJob, *, resume: bool, overwrite: bool) -> None:
     """Refuse to mix runs: a folder holds one run, continued only by the same job."""
-    check_dataset(job.dataset, job.data_dir)  # before anything is written or started
+    # Before anything is written or started: a missing or malformed dataset is one line.
+    if job.data is not None:
+        read_site_data(job.data)
+    else:
+        check_dataset(job.dataset, job.data_dir)
     config_path = out_dir / "config.json"
     if resume:
         if not config_path.exists():
