@@ -30,6 +30,7 @@ from atoll.platform.core.events import (
     TrainingStarted,
 )
 from atoll.platform.geo.job import GeoJob
+from atoll.platform.site.device import DeviceChoice
 from atoll.platform.site.spec import SiteJob
 
 if TYPE_CHECKING:
@@ -135,6 +136,22 @@ def train(
             rich_help_panel=SITE_PANEL,
         ),
     ] = None,
+    device: Annotated[
+        DeviceChoice | None,
+        typer.Option(
+            help="cpu, cuda (rank i on cuda:i), auto: cuda when present.",
+            show_default="auto",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
+    bf16: Annotated[
+        bool | None,
+        typer.Option(
+            help="Forward and loss under bfloat16 autocast.",
+            show_default="no",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
     checkpoint_every: Annotated[
         int | None,
         typer.Option(
@@ -160,6 +177,8 @@ def train(
         "epochs": epochs,
         "dedicated_shards": dedicated_shards,
         "threads": threads,
+        "device": device,
+        "bf16": bf16,
         "checkpoint_every": checkpoint_every,
         "resume": resume,
     }

@@ -194,6 +194,7 @@ class EdgeAgent:
                 self.dirs.write_job(
                     job_id, self.site, start.site_job, start.secret, start.tls, s.data_dir,
                     s.threads, s.data if start.own_data else None,
+                    {"device": s.device, "bf16": s.bf16},
                 )  # fmt: skip
             case Launch(job_id, resume):
                 pid = self._site(job_id).start(resume)

@@ -100,6 +100,7 @@ class StateDir:
     def write_job(
         self, job_id: str, site: str, site_job: dict[str, Any], secret: str, tls: TlsFiles | None,
         data_dir: Path | None, threads: int | None, data: SiteData | None = None,
+        hardware: dict[str, Any] | None = None,
     ) -> Path:  # fmt: skip
         """The job's files, with this machine's paths in the site job; returns its file."""
         folder = self.job_dir(job_id)
@@ -123,6 +124,7 @@ class StateDir:
             local["data_dir"] = str(data_dir)
         if threads is not None:
             local["threads"] = threads
+        local.update(hardware or {})  # this machine's device choice
         path = self.site_job_file(job_id)
         write_json(path, local)
         return path

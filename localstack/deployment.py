@@ -24,6 +24,7 @@ import httpx
 import yaml
 
 from atoll.platform.core.errors import AtollError
+from atoll.platform.data.schema import SiteData
 
 _STOP_S = 60.0  # an agent's site finishes its clock and checkpoints within this
 
@@ -171,6 +172,7 @@ class AgentSpec:
     name: str
     region: str
     geo_port: int = field(default_factory=free_port)
+    data: SiteData | None = None  # the site's own data (its site.yaml's `data:`)
 
 
 @dataclass
@@ -181,6 +183,7 @@ class LocalDeployment:
     redis_url: str | None = None  # None: a redis-server of its own
     redis_prefix: str = field(default_factory=lambda: f"atoll-{secrets.token_hex(4)}")
     control_database_url: str | None = None
+    control_env: dict[str, str] = field(default_factory=dict)  # more ATOLL_* for it
     registry_database_url: str | None = None
     heartbeat_s: float = 1.0
     threads: int | None = 1  # torch threads per rank: the sites share this machine's cores
@@ -266,6 +269,7 @@ class LocalDeployment:
             "ATOLL_ADMIN_TOKEN": self.admin_token,
             "ATOLL_REDIS_URL": self.bus_url,
             "ATOLL_REDIS_PREFIX": self.redis_prefix,
+            **self.control_env,
         }
         self.control = Managed("control plane", argv, env, self.root / "control.log").start()
         wait_until("the control plane", http_ready(f"{self.control_url}/readyz"), 120, self.control)
@@ -307,6 +311,7 @@ class LocalDeployment:
             "telemetry_interval_s": 0.5,
             "stop_timeout_s": _STOP_S,
             **({"threads": self.threads} if self.threads else {}),
+            **({"data": site.data.model_dump(mode="json")} if site.data else {}),
         }
         path = folder / "site.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))

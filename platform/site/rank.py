@@ -44,6 +44,7 @@ from atoll.platform.model.zoo import build_model, model_signature
 from atoll.platform.site.barrier import BSPBarrier
 from atoll.platform.site.batches import BatchPlan
 from atoll.platform.site.checkpoint import CheckpointStore
+from atoll.platform.site.device import Placement
 from atoll.platform.site.flat import FlatModel, shifted
 from atoll.platform.site.geo_mirror import GeoMirror
 from atoll.platform.site.layout import SiteLayout
@@ -66,10 +67,12 @@ class RankContext:
     world_size: int
     job: SiteJob
     out_dir: Path
-    rendezvous: Path
+    rendezvous: Path | None  # None: env:// (torchrun's variables)
     resume: bool
     threads: int
     site_pid: int  # the process that started the site: a rank dies when it is gone
+    placement: Placement
+    local_rank: int | None = None  # among the site's ranks on this machine; default rank
 
 
 @dataclass
@@ -81,6 +84,9 @@ class Shard:
     inbox: dict[int, torch.Tensor] = field(default_factory=dict)  # worker -> pushed gradient
     mean: torch.Tensor = field(default_factory=lambda: torch.empty(0))
     mirror: GeoMirror | None = None  # in a geo job: this shard's link to its mirrors
+    # On a GPU, the geo tier (its policies and codec work on host tensors) keeps the shard's
+    # replica in host memory, copied to and from the device around each clock.
+    host: torch.Tensor | None = None
 
 
 def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> None:
@@ -91,9 +97,11 @@ def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> No
         events.put(RankStarted(time=time.time(), rank=ctx.rank, pid=os.getpid()))
         torch.set_num_threads(ctx.threads)
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # every rank of a site runs on this host
+        if ctx.placement.kind == "cuda":
+            torch.cuda.set_device(_local_rank(ctx))
         dist.init_process_group(
-            "gloo",
-            init_method=f"file://{ctx.rendezvous}",
+            ctx.placement.backend,
+            init_method=f"file://{ctx.rendezvous}" if ctx.rendezvous else "env://",
             rank=ctx.rank,
             world_size=ctx.world_size,
             timeout=timedelta(seconds=ctx.job.comm_timeout_s),
@@ -110,6 +118,16 @@ def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> No
             )
         )
         sys.exit(1)
+
+
+def _local_rank(ctx: RankContext) -> int:
+    return ctx.rank if ctx.local_rank is None else ctx.local_rank
+
+
+def _batch(ops: list[dist.P2POp]) -> list[dist.Work]:
+    """Post a phase's sends and receives together: NCCL runs them as one group, so two
+    ranks sending to each other never wait on each other; gloo matches them by tag."""
+    return dist.batch_isend_irecv(ops) if ops else []
 
 
 def _wait(work: dist.Work, what: str) -> None:
@@ -157,9 +175,11 @@ class SiteRank:
         self.eval_set = (
             data.test.sample(job.eval_samples, job.seed) if job.eval_samples else data.test
         )
+        self.device = torch.device(ctx.placement.device(_local_rank(ctx)))
+        # Built on the CPU from the seed, then moved: the same initial model on any device.
         self.model: nn.Module = build_model(
             job.model, self.train.input_shape, self.train.num_classes, job.seed
-        )
+        ).to(self.device)
         self.flat = FlatModel(self.model)
         self.layout = SiteLayout(job.workers, job.shards, job.dedicated_shards)
         data_seed = job.seed if job.data_seed is None else job.data_seed
@@ -172,7 +192,11 @@ class SiteRank:
         self.shards = [self._make_shard(s) for s in self.layout.shards_of(self.rank)]
         geo = job.geo
         # Where ahead of the replica the workers take the next gradient (asp's lookahead).
-        self.lookahead = torch.zeros(self.flat.num_params) if geo and geo.policy.lookahead else None
+        self.lookahead = (
+            torch.zeros(self.flat.num_params, device=self.device)
+            if geo and geo.policy.lookahead
+            else None
+        )
         self.compute_s = self.exchange_s = 0.0
 
     def _make_shard(self, index: int) -> Shard:
@@ -184,13 +208,20 @@ class SiteRank:
             bounds,
             ShardOptimizer.create(param, self.ctx.job.optimizer),
             BSPBarrier(self.ctx.job.workers),
-            mean=torch.empty(end - start),
+            mean=torch.empty(end - start, device=self.device),
         )
         for worker in range(self.ctx.job.workers):
             local = worker == self.rank
-            shard.inbox[worker] = self.flat.grads[start:end] if local else torch.empty(end - start)
+            shard.inbox[worker] = (
+                self.flat.grads[start:end]
+                if local
+                else torch.empty(end - start, device=self.device)
+            )
         if self.ctx.job.geo is not None:
-            shard.mirror = GeoMirror(self.ctx.job.geo, index, self.ctx.job.shards, param, start)
+            if self.device.type != "cpu":
+                shard.host = param.detach().cpu()
+            replica = param if shard.host is None else shard.host
+            shard.mirror = GeoMirror(self.ctx.job.geo, index, self.ctx.job.shards, replica, start)
         return shard
 
     # -- the clock loop -----------------------------------------------------------------
@@ -201,7 +232,7 @@ class SiteRank:
             step = self._join_geo(step)
         if self.rank == 0:
             self._emit(self._started(step))
-        for work in self._distribute_params():  # initial or restored parameters
+        for work in _batch(self._distribute_params()):  # initial or restored parameters
             _wait(work, f"rank {self.rank} received no initial parameters")
         step, stopped, step_times = self._train(step)
         if step % self.ctx.job.checkpoint_every != 0:
@@ -221,7 +252,9 @@ class SiteRank:
         evaluation = None
         if not stopped:
             evaluation = self._emit_eval(step, self.test)
-            weights = {k: v.clone() for k, v in self.model.state_dict().items()}
+            weights = {
+                k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()
+            }
             torch.save(weights, self.ctx.out_dir / "model.pt")
         # The first clocks pay one-off costs (allocator, kernel selection); throughput is
         # measured after them, as for any steady-state loop it is compared with.
@@ -282,7 +315,9 @@ class SiteRank:
         return step, False, step_times
 
     def _stop_requested(self, step: int) -> bool:
-        flag = torch.tensor([1.0 if self.rank == 0 and self.stop.is_set() else 0.0])
+        flag = torch.tensor(
+            [1.0 if self.rank == 0 and self.stop.is_set() else 0.0], device=self.device
+        )
         if self.ctx.world_size > 1:
             try:
                 dist.broadcast(flag, src=0)
@@ -293,10 +328,12 @@ class SiteRank:
     def _compute_gradient(self, step: int) -> float:
         t = time.perf_counter()
         index = torch.from_numpy(self.plan.indices(step, self.rank))
-        x, y = self.train.x[index], self.train.y[index]
+        x = self.train.x[index].to(self.device, non_blocking=True)
+        y = self.train.y[index].to(self.device, non_blocking=True)
         self.flat.zero_grad()
         with shifted(self.flat.params, self.lookahead):
-            loss = nn.functional.cross_entropy(self.model(x), y)
+            with torch.autocast(self.device.type, torch.bfloat16, enabled=self.ctx.job.bf16):
+                loss = nn.functional.cross_entropy(self.model(x), y)
             loss.backward()
         self.compute_s += time.perf_counter() - t
         return loss.item()
@@ -304,17 +341,30 @@ class SiteRank:
     def _exchange(self, step: int) -> None:
         """Gradients to shard owners, BSP average and optimizer step, new parameters back."""
         t = time.perf_counter()
-        sends = self._push_gradients()
+        works = _batch(self._push_gradients() + self._gather_gradients())
+        for work in works:
+            _wait(work, f"rank {self.rank} exchanged no gradients for clock {step}")
         lr = self.ctx.job.optimizer.lr_at(step, self.total_steps)
         for shard in self.shards:
-            self._gather(shard, step)
+            for worker in range(self.ctx.job.workers):
+                shard.barrier.push(worker, step, time.perf_counter())
             self._apply(shard, lr, step)
         for shard in self.shards:
             if shard.mirror is not None:
                 shard.mirror.sync()  # the next clock waits until the geo policy allows it
-        for work in sends + self._distribute_params() + self._distribute_lookahead():
+                self._from_host(shard)
+        for work in _batch(self._distribute_params() + self._distribute_lookahead()):
             _wait(work, f"rank {self.rank} exchanged no parameters for clock {step}")
         self.exchange_s += time.perf_counter() - t
+
+    def _to_host(self, shard: Shard) -> None:
+        if shard.host is not None:
+            shard.host.copy_(shard.optimizer.param)
+
+    def _from_host(self, shard: Shard) -> None:
+        """What the geo tier applied to the host replica, onto the device."""
+        if shard.host is not None:
+            shard.optimizer.param.copy_(shard.host, non_blocking=False)
 
     def _slice(self, buffer: torch.Tensor, shard: int) -> torch.Tensor:
         start, end = self.layout.bounds(shard, self.flat.num_params)
@@ -326,23 +376,25 @@ class SiteRank:
             return []
         return [s for s in range(self.ctx.job.shards) if self.layout.owner(s) != self.rank]
 
-    def _push_gradients(self) -> list[dist.Work]:
+    def _push_gradients(self) -> list[dist.P2POp]:
         return [
-            dist.isend(self._slice(self.flat.grads, s), self.layout.owner(s), tag=_GRAD_TAG + s)
+            dist.P2POp(
+                dist.isend,
+                self._slice(self.flat.grads, s),
+                self.layout.owner(s),
+                tag=_GRAD_TAG + s,
+            )
             for s in self._remote_shards()
         ]
 
-    def _gather(self, shard: Shard, step: int) -> None:
-        pending = {
-            w: dist.irecv(buf, w, tag=_GRAD_TAG + shard.index)
-            for w, buf in shard.inbox.items()
-            if w != self.rank
-        }
-        for worker in range(self.ctx.job.workers):
-            if worker in pending:
-                what = f"shard {shard.index} got no gradient from worker {worker} for clock {step}"
-                _wait(pending[worker], what)
-            shard.barrier.push(worker, step, time.perf_counter())
+    def _gather_gradients(self) -> list[dist.P2POp]:
+        """Every owned shard's receive of every other worker's gradient slice."""
+        return [
+            dist.P2POp(dist.irecv, buf, worker, tag=_GRAD_TAG + shard.index)
+            for shard in self.shards
+            for worker, buf in sorted(shard.inbox.items())
+            if worker != self.rank
+        ]
 
     def _apply(self, shard: Shard, lr: float, step: int) -> None:
         inbox = [shard.inbox[w] for w in range(self.ctx.job.workers)]
@@ -358,7 +410,8 @@ class SiteRank:
             shard.optimizer.step(grad, lr)
             return
         delta = scaled_step(shard.optimizer, grad, lr, shard.mirror.policy.update_scale)
-        shard.mirror.after_clock(delta, lr / self.ctx.job.optimizer.lr)
+        self._to_host(shard)
+        shard.mirror.after_clock(delta.cpu(), lr / self.ctx.job.optimizer.lr)
 
     # -- the geo tier ---------------------------------------------------------------
 
@@ -368,9 +421,13 @@ class SiteRank:
         Returns the clock to go on from, the same on every rank of the site.
         """
         for shard in self.shards:
+            self._to_host(shard)  # the restored replica
             shard.mirror.start(rejoin=self.ctx.resume)
             shard.mirror.sync()
-        clock = torch.tensor([max([step] + [s.mirror.policy.clock for s in self.shards])])
+            self._from_host(shard)
+        clock = torch.tensor(
+            [max([step] + [s.mirror.policy.clock for s in self.shards])], device=self.device
+        )
         if self.ctx.world_size > 1:
             dist.all_reduce(clock, op=dist.ReduceOp.MAX)
         for shard in self.shards:
@@ -384,41 +441,43 @@ class SiteRank:
         for shard in self.shards:
             if not stopped:
                 shard.mirror.finish()
+                self._from_host(shard)
             shard.mirror.close()
             self._emit_geo(shard)
-        for work in self._distribute_params():
+        for work in _batch(self._distribute_params()):
             _wait(work, f"rank {self.rank} received no final parameters")
 
     def _emit_geo(self, shard: Shard) -> None:
         stats = {"time": time.time(), "rank": self.rank, "shard": shard.index}
         self.events.put(GeoStats.model_validate({**stats, **shard.mirror.stats()}))
 
-    def _distribute_params(self) -> list[dist.Work]:
+    def _distribute_params(self) -> list[dist.P2POp]:
         return self._distribute(self.flat.params, _PARAM_TAG)
 
-    def _distribute_lookahead(self) -> list[dist.Work]:
+    def _distribute_lookahead(self) -> list[dist.P2POp]:
         """Owners fill in their slices of the lookahead, then every worker gets all of it."""
         if self.lookahead is None:
             return []
         for shard in self.shards:
             offset = shard.mirror.lookahead()
-            self._slice(self.lookahead, shard.index).copy_(0 if offset is None else offset)
+            mine = self._slice(self.lookahead, shard.index)
+            mine.zero_() if offset is None else mine.copy_(offset)
         return self._distribute(self.lookahead, _LOOKAHEAD_TAG)
 
-    def _distribute(self, buffer: torch.Tensor, tag: int) -> list[dist.Work]:
+    def _distribute(self, buffer: torch.Tensor, tag: int) -> list[dist.P2POp]:
         """Owners send their slices of `buffer` to every other worker; workers receive the
         slices they do not own."""
-        works = [
-            dist.isend(self._slice(buffer, shard.index), worker, tag=tag + shard.index)
+        ops = [
+            dist.P2POp(dist.isend, self._slice(buffer, shard.index), worker, tag=tag + shard.index)
             for shard in self.shards
             for worker in range(self.ctx.job.workers)
             if worker != self.rank
         ]
-        works += [
-            dist.irecv(self._slice(buffer, s), self.layout.owner(s), tag=tag + s)
+        ops += [
+            dist.P2POp(dist.irecv, self._slice(buffer, s), self.layout.owner(s), tag=tag + s)
             for s in self._remote_shards()
         ]
-        return works
+        return ops
 
     # -- checkpoints, evaluation and events ---------------------------------------------
 

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from atoll.platform.data.schema import DataShare, SiteData
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.model.optim import OptimizerSpec
+from atoll.platform.site.device import DeviceChoice
 
 # Changing one of these between a run and its resume would silently train a
 # different model, so resume refuses.
@@ -68,6 +69,10 @@ class SiteJob(BaseModel):
     threads: int | None = Field(
         None, ge=1, description="torch threads per rank; default shares the cores"
     )
+    device: DeviceChoice = Field(
+        "auto", description="cpu, cuda (rank i on cuda:LOCAL_RANK), auto: cuda when present"
+    )
+    bf16: bool = Field(False, description="forward and loss under bfloat16 autocast")
     checkpoint_every: int = Field(100, ge=1, description="steps between checkpoints")
     eval_every: int | None = Field(
         None, ge=1, description="steps between test evaluations; default each epoch"
