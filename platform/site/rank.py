@@ -96,6 +96,8 @@ def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> No
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to stop
         events.put(RankStarted(time=time.time(), rank=ctx.rank, pid=os.getpid()))
         torch.set_num_threads(ctx.threads)
+        if ctx.job.pin_cores:
+            _pin(_local_rank(ctx))
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # every rank of a site runs on this host
         if ctx.placement.kind == "cuda":
             torch.cuda.set_device(_local_rank(ctx))
@@ -118,6 +120,13 @@ def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> No
             )
         )
         sys.exit(1)
+
+
+def _pin(local_rank: int) -> None:
+    """This rank's threads, the intra-op pool it starts next included, on one core of their
+    own: no migrating, and no sharing a core's cache with another rank."""
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cores[local_rank % len(cores)]})
 
 
 def _local_rank(ctx: RankContext) -> int:

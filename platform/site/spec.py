@@ -69,6 +69,9 @@ class SiteJob(BaseModel):
     threads: int | None = Field(
         None, ge=1, description="torch threads per rank; default shares the cores"
     )
+    pin_cores: bool = Field(
+        False, description="pin rank r (and its threads) to core r of those this process may use"
+    )
     device: DeviceChoice = Field(
         "auto", description="cpu, cuda (rank i on cuda:LOCAL_RANK), auto: cuda when present"
     )
