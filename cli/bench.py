@@ -8,17 +8,21 @@ app = typer.Typer(help="Benchmark scenarios: print a table, write JSON.", no_arg
 
 @app.command("site")
 def site(
-    steps: Annotated[int, typer.Option(min=1, help="Clocks per measurement.")] = 1000,
+    steps: Annotated[int, typer.Option(min=1, help="Clocks per measurement.")] = 300,
     batch_size: Annotated[int, typer.Option(min=1)] = 64,
-    repeats: Annotated[int, typer.Option(min=1)] = 3,
+    repeats: Annotated[int, typer.Option(min=5, help="Medians of this many (>= 5).")] = 5,
     dataset: Annotated[str, typer.Option()] = "fashion-mnist",
     model: Annotated[str, typer.Option()] = "cnn",
-    out: Annotated[Path, typer.Option()] = Path("bench/results/site_overhead.json"),
+    pin_cores: Annotated[
+        bool, typer.Option(help="Pin each rank (and the plain loop) to a core of its own.")
+    ] = True,
+    out: Annotated[Path, typer.Option()] = Path("bench/results/site.json"),
 ) -> None:
-    """Site-tier overhead: 1- and 2-worker sites against a plain PyTorch loop."""
+    """Site-tier overhead: a 1-worker site against a plain PyTorch loop at 1 thread
+    (`ratio_1_worker`), and 2 workers x 1 thread against 1 (`scaling_2_workers`)."""
     from atoll.bench import site_overhead
 
-    site_overhead.run(steps, batch_size, repeats, dataset, model, out)
+    site_overhead.run(steps, batch_size, repeats, dataset, model, pin_cores, out)
 
 
 @app.command("geo")

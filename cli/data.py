@@ -49,3 +49,39 @@ def partition(
     for row in split.summary():
         table.add_row(str(row["site"]), str(row["samples"]), *map(str, row["class_counts"]))
     Console().print(table)
+
+
+@app.command("split")
+def split(
+    out: Annotated[Path, typer.Option(help="Folder to write one sub-folder per site into.")],
+    topology: Annotated[str, typer.Option(help="Whose sites (names) to split for.")] = (
+        "three-continents"
+    ),
+    sites: Annotated[
+        int | None, typer.Option(min=1, help="Only the topology's first N sites.")
+    ] = None,
+    dataset: Annotated[DatasetName, typer.Option(help="Training data.")] = "fashion-mnist",
+    partition: Annotated[str, typer.Option(help="iid, label-skew:C or dirichlet:ALPHA.")] = "iid",
+    seed: Annotated[int, typer.Option()] = 0,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder holding the datasets (else $ATOLL_DATA_DIR).")
+    ] = None,
+) -> None:
+    """Write each site's share of a public dataset to a folder of its own, and the `data:`
+    its site.yaml needs (OUT/<site>/data.yaml). The shares are those an emulated job with the
+    same partition and seed gives its sites."""
+    from atoll.platform.data.partition import PartitionSpec
+    from atoll.platform.data.split import split_to_folders
+    from atoll.platform.net.topology import load_topology
+
+    spec = PartitionSpec.parse(partition)
+    chosen = load_topology(topology)
+    if sites is not None:
+        chosen = chosen.subset(sites)
+    written = split_to_folders(dataset, data_dir, chosen.sites, str(spec), seed, out)
+    table = Table(title=f"{dataset}, {spec}, seed {seed}: one folder per site")
+    for column in ("site", "format", "path"):
+        table.add_column(column)
+    for name, data in written.items():
+        table.add_row(name, data.format, str(data.path))
+    Console().print(table)

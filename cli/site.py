@@ -6,6 +6,7 @@ import typer
 
 from atoll.cli.train import EXIT_ON_SIGNAL
 from atoll.platform.core.errors import AtollError
+from atoll.platform.site.device import DeviceChoice
 
 app = typer.Typer(help="One site of a job: what an edge agent runs.", no_args_is_help=True)
 
@@ -13,19 +14,48 @@ app = typer.Typer(help="One site of a job: what an edge agent runs.", no_args_is
 @app.command("run")
 def run(
     job: Annotated[Path, typer.Option(help="The site's job file (JSON), as a launcher wrote it.")],
-    out: Annotated[Path, typer.Option(help="The site's run folder.")],
+    out: Annotated[
+        Path, typer.Option(help="The site's run folder (under torchrun: one every node sees).")
+    ],
     resume: Annotated[
         bool, typer.Option(help="Continue from the last checkpoint; rejoin.")
     ] = False,
+    device: Annotated[
+        DeviceChoice | None,
+        typer.Option(help="cpu, cuda (rank on cuda:LOCAL_RANK), auto; else the job file's."),
+    ] = None,
+    bf16: Annotated[
+        bool | None, typer.Option(help="bfloat16 autocast; else the job file's.")
+    ] = None,
 ) -> None:
-    """Run one site until its job ends: train, sync with the other sites, checkpoint."""
+    """Run one site until its job ends: train, sync with the other sites, checkpoint.
+
+    Started by torchrun, this process is one rank of a site spread over several machines
+    (env:// rendezvous), on each node:
+
+        torchrun --nnodes N --nproc-per-node K --rdzv-backend c10d
+          --rdzv-endpoint HOST:PORT -m atoll.cli site run --job J --out SHARED_DIR
+
+    Otherwise it starts every rank of the site on this machine."""
     from atoll.platform.site.run import train_site
     from atoll.platform.site.spec import SiteJob
+    from atoll.platform.site.torchrun import TorchrunRank, run_torchrun_rank
 
     if not job.is_file():
         raise AtollError(f"no job file {job}")
-    summary = train_site(SiteJob.load(job), out, resume=resume)
+    hardware = {"device": device, "bf16": bf16}
+    site_job = SiteJob.load(job).model_copy(
+        update={k: v for k, v in hardware.items() if v is not None}
+    )
+    me = TorchrunRank.from_env()
+    if me is None:
+        summary = train_site(site_job, out, resume=resume)
+    else:
+        found = run_torchrun_rank(site_job, out, me, resume)
+        if found is None:
+            return  # not rank 0: rank 0 reports
+        summary = found
     accuracy = summary["test_accuracy"]
     print(f"{out}: {summary['status']} at step {summary['steps']}, test accuracy {accuracy}")
     if summary["status"] == "stopped":
-        sys.exit(EXIT_ON_SIGNAL.get(summary["stopped_by"] or "", 1))
+        sys.exit(EXIT_ON_SIGNAL.get(str(summary["stopped_by"] or ""), 1))

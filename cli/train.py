@@ -28,6 +28,7 @@ from atoll.platform.core.events import (
 )
 from atoll.platform.core.signals import stop_signals
 from atoll.platform.geo.job import GeoJob
+from atoll.platform.site.device import DeviceChoice
 from atoll.platform.site.spec import SiteJob
 
 EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
@@ -105,6 +106,22 @@ def train(
     threads: Annotated[
         int | None, _site_only("Torch threads per rank.", "shares the cores", min=1)
     ] = None,
+    device: Annotated[
+        DeviceChoice | None,
+        typer.Option(
+            help="cpu, cuda (rank i on cuda:i), auto: cuda when present.",
+            show_default="auto",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
+    bf16: Annotated[
+        bool | None,
+        typer.Option(
+            help="Forward and loss under bfloat16 autocast.",
+            show_default="no",
+            rich_help_panel=SITE_PANEL,
+        ),
+    ] = None,
     checkpoint_every: Annotated[
         int | None, _site_only("Clocks between checkpoints.", "100", min=1)
     ] = None,
@@ -119,6 +136,8 @@ def train(
         "epochs": epochs,
         "dedicated_shards": dedicated_shards,
         "threads": threads,
+        "device": device,
+        "bf16": bf16,
         "checkpoint_every": checkpoint_every,
         "resume": resume,
     }

@@ -54,6 +54,7 @@ from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.bus.messages import AgentStatus, Beat
 from atoll.platform.core.signals import stop_signals
+from atoll.platform.data.readers import read_site_data
 from atoll.platform.site.supervise import SiteProcess, kill_stale
 
 log = logging.getLogger("atoll.edge")
@@ -86,11 +87,15 @@ class EdgeAgent:
         self.registry = (
             RegistryLink(settings, self.dirs, file.registry_id) if settings.registry_url else None
         )
+        # The site's own data, read once here: a missing or malformed dataset stops the agent
+        # with one line, and what it holds (never a sample) is reported to the control plane.
+        self.data = read_site_data(settings.data).report() if settings.data else None
         limits = Limits(
             max_restarts=settings.max_restarts,
             stop_timeout_s=settings.stop_timeout_s,
             telemetry_interval_s=settings.telemetry_interval_s,
             registry=self.registry is not None,
+            has_data=settings.data is not None,
         )
         self.core = AgentCore(self.site, limits, file, self.dirs.load_ledger())
         self.sites: dict[str, SiteProcess] = {}  # every job's site, running or not
@@ -178,7 +183,8 @@ class EdgeAgent:
                 s = self.settings
                 self.dirs.write_job(
                     job_id, start.site_job, self.identity.folder, self.identity.crl_file,
-                    s.data_dir, s.threads,
+                    s.data_dir, s.threads, s.data if start.own_data else None,
+                    {"device": s.device, "bf16": s.bf16},
                 )  # fmt: skip
             case Launch(job_id, resume):
                 pid = self._site(job_id).start(resume)
@@ -234,6 +240,7 @@ class EdgeAgent:
             geo_port=self.settings.geo.port,
             geo_ports=self.settings.geo.ports,
             version=_version(),
+            data=self.data,
             jobs=self.core.job_reports(),
             applied=self.core.ledger.recent(),
             duplicates=self.core.ledger.duplicates,

@@ -18,6 +18,8 @@ from pydantic_settings import (
 )
 
 from atoll.platform.core.errors import AtollError
+from atoll.platform.data.schema import SiteData
+from atoll.platform.site.device import DeviceChoice
 
 SiteName = Annotated[
     str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -51,8 +53,15 @@ class EdgeSettings(BaseSettings):
     state_dir: Path = Field(
         Path("/var/lib/atoll/edge"), description="registration, ledger, job folders, checkpoints"
     )
-    data_dir: Path | None = Field(None, description="datasets root here; default ATOLL_DATA_DIR")
+    data: SiteData | None = Field(
+        None, description="the site's own data: format, path, schema (jobs with data: site)"
+    )
+    data_dir: Path | None = Field(
+        None, description="public datasets root here, for emulated jobs; default ATOLL_DATA_DIR"
+    )
     threads: int | None = Field(None, ge=1, description="torch threads per rank")
+    device: DeviceChoice = Field("auto", description="cpu, cuda or auto (cuda when present)")
+    bf16: bool = Field(False, description="bfloat16 autocast in the site's workers")
     workers: int = Field(1, ge=1, description="worker ranks this site can run (advertised)")
     heartbeat_s: float = Field(5.0, gt=0, description="offline after two missed heartbeats")
     registry_heartbeat_s: float = Field(30.0, gt=0)

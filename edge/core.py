@@ -64,6 +64,7 @@ class Limits:
     stop_timeout_s: float  # a site asked to stop is killed if it has not by then
     telemetry_interval_s: float  # at most one step sample per this
     registry: bool  # whether accuracy goes to a registry
+    has_data: bool = False  # its site.yaml names data of its own
 
 
 @dataclass
@@ -180,6 +181,8 @@ class AgentCore:
             return "ignored", f"job {job_id} is already {self.file.jobs[job_id].state} here", []
         if self.file.removed:
             return "refused", "this site was removed; activate it first", []
+        if start.own_data and not self.limits.has_data:
+            return "refused", "the job trains on each site's own data; this site has none", []
         busy = next((j for j in self.file.jobs.values() if j.active), None)
         if busy is not None:
             return "refused", f"busy with job {busy.job_id}", []
@@ -188,9 +191,6 @@ class AgentCore:
             name=start.job_name,
             state="starting",
             created_at=at.wall,
-            class_priors=start.class_priors,
-            samples=start.samples,
-            model_signature=start.model_signature,
             clocks=start.clocks,
         )
         self.progress[job_id] = SiteProgress()
@@ -332,8 +332,13 @@ class AgentCore:
         progress = self.progress.setdefault(job.job_id, SiteProgress())
         sample = progress.apply(event)
         effects: list[Effect] = []
-        if isinstance(event, TrainingStarted) and job.state == "starting":
-            job.state = "running"
+        if isinstance(event, TrainingStarted):
+            # The site's own account of its data and model: what goes to the registry.
+            job.class_priors = [float(c) for c in event.class_counts or []]
+            job.samples = event.samples or 0
+            job.model_signature = event.model_signature or ""
+            if job.state == "starting":
+                job.state = "running"
             effects.append(SaveState())
         if sample is None:
             return effects
@@ -432,4 +437,7 @@ class AgentCore:
             message=job.message,
             started_at=progress.started_at,
             finished_at=progress.finished_at if job.state == "finished" else None,
+            samples=job.samples or None,
+            params=progress.started.params if progress.started else None,
+            bsp_bytes_per_clock=progress.started.bsp_bytes_per_clock if progress.started else None,
         )

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from atoll.edge.ledger import CommandLedger
 from atoll.platform.bus.messages import SiteJobState
 from atoll.platform.core.files import write_json, write_private
+from atoll.platform.data.schema import SiteData
 
 
 class LocalJob(BaseModel):
@@ -98,7 +99,8 @@ class StateDir:
 
     def write_job(
         self, job_id: str, site_job: dict[str, Any], identity_dir: Path, crl_file: Path,
-        data_dir: Path | None, threads: int | None,
+        data_dir: Path | None, threads: int | None, data: SiteData | None = None,
+        hardware: dict[str, Any] | None = None,
     ) -> Path:  # fmt: skip
         """The job's files, with this machine's paths in the site job; returns its file. Its
         geo links authenticate with the site's own certificate, from `identity_dir`."""
@@ -112,10 +114,13 @@ class StateDir:
                 tls_dir=str(identity_dir.resolve()),
                 crl_file=str(crl_file.resolve()),
             )
+        if data is not None:
+            local["data"] = data.model_dump(mode="json")
         if data_dir is not None:
             local["data_dir"] = str(data_dir)
         if threads is not None:
             local["threads"] = threads
+        local.update(hardware or {})  # this machine's device choice
         path = self.site_job_file(job_id)
         write_json(path, local)
         return path

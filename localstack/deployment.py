@@ -27,6 +27,7 @@ import yaml
 from atoll.platform.control.authority import init_authority, issue_server_certificate
 from atoll.platform.control.client import ControlClient
 from atoll.platform.core.errors import AtollError
+from atoll.platform.data.schema import SiteData
 
 _STOP_S = 60.0  # an agent's site finishes its clock and checkpoints within this
 
@@ -187,6 +188,7 @@ class AgentSpec:
     name: str
     region: str
     geo_port: int = field(default_factory=free_port)
+    data: SiteData | None = None  # the site's own data (its site.yaml's `data:`)
 
 
 @dataclass
@@ -197,6 +199,7 @@ class LocalDeployment:
     redis_url: str | None = None  # None: a redis-server of its own
     redis_prefix: str = field(default_factory=lambda: f"atoll-{secrets.token_hex(4)}")
     control_database_url: str | None = None
+    control_env: dict[str, str] = field(default_factory=dict)  # more ATOLL_* for it
     registry_database_url: str | None = None
     heartbeat_s: float = 1.0
     threads: int | None = 1  # torch threads per rank: the sites share this machine's cores
@@ -340,6 +343,7 @@ class LocalDeployment:
             "ATOLL_REDIS_PREFIX": self.redis_prefix,
             "ATOLL_CA_DIR": str(self.ca_dir),
             **self.tls_env(serves=True),
+            **self.control_env,
         }
         self.control = Managed("control plane", argv, env, self.root / "control.log").start()
         ready = http_ready(f"{self.control_url}/readyz", self.verify)
@@ -384,6 +388,7 @@ class LocalDeployment:
             "telemetry_interval_s": 0.5,
             "stop_timeout_s": _STOP_S,
             **({"threads": self.threads} if self.threads else {}),
+            **({"data": site.data.model_dump(mode="json")} if site.data else {}),
         }
         path = folder / "site.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from atoll.platform.data.schema import DataReport
+
 FIELD = "m"  # the stream entry field that holds the message
 
 SiteName = Annotated[
@@ -38,9 +40,9 @@ class StartJob(Message):
     # CA and revocation list; data); `atoll site run` validates the rest. No secret: geo
     # links authenticate with each site's own certificate.
     site_job: dict[str, Any]
-    class_priors: list[float] = Field(description="label histogram of the site's data")
-    samples: int = Field(description="training samples at the site")
-    model_signature: str
+    own_data: bool = Field(
+        False, description="train on the data the site's site.yaml names (it fills `data` in)"
+    )
     clocks: int
 
 
@@ -77,6 +79,10 @@ class JobReport(Message):
     message: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    # The site's own account, once it has started: nothing central computes these.
+    samples: int | None = None
+    params: int | None = None
+    bsp_bytes_per_clock: int | None = None
 
 
 class AgentStatus(Message):
@@ -94,6 +100,7 @@ class AgentStatus(Message):
     geo_port: int
     geo_ports: int = Field(description="consecutive ports from geo_port: the most shards")
     version: str
+    data: DataReport | None = Field(None, description="the data its site.yaml names, if any")
     jobs: list[JobReport] = []
     applied: list[AppliedCommand] = []
     duplicates: int = Field(0, description="deliveries of commands it had already applied")

@@ -1,7 +1,7 @@
 """The control plane's loop: liveness, scheduling, job states, and commands onto the bus.
 
 Each tick reads the sites' liveness keys, starts the pending jobs whose sites are
-ready (planning runs in a worker thread: it loads the dataset), moves running jobs
+ready (planning runs in a worker thread: it writes a CA per job), moves running jobs
 through their lifecycle, and publishes every command that is due, which after a
 Redis restart is every command not yet applied.
 """
@@ -182,11 +182,9 @@ class Dispatcher:
                     continue
                 job.state, job.message = JobState.running, None
                 job.started_at = job.updated_at = now
-                job.params, job.bsp_bytes_per_clock = plan.params, plan.bsp_bytes_per_clock
                 for part in job_store.job_sites(session, job_id):
                     start = plan.starts[part.site]
                     part.state, part.updated_at = SiteState.assigned, now
-                    part.samples = start.samples
                     payload = start.model_dump(mode="json")
                     command_store.issue(session, part.site, "start_job", now, job_id, payload)
                 session.commit()

@@ -93,6 +93,8 @@ class Site(Base):
     status_seq: Mapped[int] = mapped_column(sa.BigInteger, default=0)
     status_time: Mapped[float] = mapped_column(sa.Float, default=0.0)
     duplicates: Mapped[int] = mapped_column(sa.Integer, default=0)
+    # Its DataReport (schema, samples, label histogram), as its agent last reported it.
+    data_report: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

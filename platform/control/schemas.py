@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from atoll.platform.bus.messages import CommandKind
 from atoll.platform.control.states import CommandState, JobState, SiteState, SiteStatus
+from atoll.platform.data.schema import DataReport
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.schemas import Readiness as ServiceReadiness
 
@@ -80,6 +81,9 @@ class SiteOut(BaseModel):
     version: str | None
     duplicates: int = Field(description="commands delivered to it again and not re-applied")
     joined: bool = Field(description="its agent has reported at least once")
+    data: DataReport | None = Field(
+        None, description="its own data as it reported it: schema, samples, label histogram"
+    )
     first_seen_at: datetime = Field(description="when it joined, or was declared")
     last_seen_at: datetime
 

@@ -58,6 +58,11 @@ class TrainingStarted(EventModel):
     step: int  # 0, or the step a resumed run goes on from
     total_steps: int
     params: int
+    # The site's own account of its data and model, for its agent to report.
+    samples: int | None = None
+    class_counts: list[int] | None = None
+    model_signature: str | None = None
+    bsp_bytes_per_clock: int | None = None  # in a geo job: what BSP would send per clock
 
 
 class StepDone(EventModel):

@@ -4,9 +4,7 @@ No loader downloads anything: Atoll runs where the internet is out of reach, so 
 missing file is an error that says which package provides it.
 """
 
-import gzip
 import importlib.util
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,21 +14,12 @@ import torch
 
 from atoll.platform.core.config import settings
 from atoll.platform.core.errors import AtollError
+from atoll.platform.data.partition import PartitionSpec, partition_dataset
+from atoll.platform.data.readers import Arrays, idx_file, read_idx, read_site_data, to_inputs
+from atoll.platform.data.schema import SCHEMAS, DataShare, SiteData
 
-FASHION_MNIST_CLASSES = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
-)  # fmt: skip
-# Per-pixel statistics of the Fashion-MNIST training set, after scaling to [0, 1].
-FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530
-_IDX_DTYPES: dict[int, str] = {
-    0x08: "u1",
-    0x09: "i1",
-    0x0B: ">i2",
-    0x0C: ">i4",
-    0x0D: ">f4",
-    0x0E: ">f8",
-}
+FASHION_MNIST = SCHEMAS["fashion-mnist"]
+FASHION_MNIST_CLASSES = FASHION_MNIST.classes
 
 
 @dataclass(frozen=True)
@@ -74,25 +63,6 @@ class TrainTest:
     test: Dataset
 
 
-def read_idx(path: Path) -> np.ndarray:
-    """Read an IDX file (the MNIST family's format), gzip-compressed or not."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as f:
-            raw = f.read()
-    except (OSError, EOFError) as e:
-        raise AtollError(f"cannot read {path}: {e}") from e
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
-        raise AtollError(f"{path} is not an IDX file (bad magic number)")
-    dtype, ndim = np.dtype(_IDX_DTYPES[raw[2]]), raw[3]
-    header = 4 + 4 * ndim
-    shape = struct.unpack(f">{ndim}I", raw[4:header])
-    expected = header + int(np.prod(shape)) * dtype.itemsize
-    if len(raw) != expected:
-        raise AtollError(f"{path} is truncated or corrupt: {len(raw)} bytes, expected {expected}")
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape)
-
-
 _FASHION_MNIST_FILES = tuple(
     f"{split}-{kind}-idx{dims}-ubyte"
     for split in ("train", "t10k")
@@ -104,7 +74,7 @@ def locate_fashion_mnist(data_dir: Path | None) -> Path:
     """The folder holding the four IDX files: `data_dir` itself or its fashion-mnist/."""
     root = data_dir or settings().data_dir
     for folder in (root / "fashion-mnist", root):
-        if all(_idx_path(folder, stem) for stem in _FASHION_MNIST_FILES):
+        if all(idx_file(folder, stem) for stem in _FASHION_MNIST_FILES):
             return folder
     raise AtollError(
         f"Fashion-MNIST not found in {root} (looked for {_FASHION_MNIST_FILES[0]}.gz and its "
@@ -113,12 +83,8 @@ def locate_fashion_mnist(data_dir: Path | None) -> Path:
     )
 
 
-def _idx_path(folder: Path, stem: str) -> Path | None:
-    return next((folder / n for n in (f"{stem}.gz", stem) if (folder / n).is_file()), None)
-
-
 def _idx_file(folder: Path, stem: str) -> Path:
-    path = _idx_path(folder, stem)
+    path = idx_file(folder, stem)
     if path is None:
         raise AtollError(f"{folder} holds no {stem} (nor {stem}.gz)")
     return path
@@ -130,10 +96,12 @@ def read_fashion_mnist(folder: Path) -> TrainTest:
         labels = read_idx(_idx_file(folder, f"{prefix}-labels-idx1-ubyte"))
         if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
             raise AtollError(f"Fashion-MNIST files in {folder} do not match each other")
-        # In place on one float32 copy: a float64 detour costs 10x the time and memory.
-        x = torch.from_numpy(images.copy()).to(torch.float32).unsqueeze(1)
-        x.mul_(1 / (255 * FASHION_MNIST_STD)).sub_(FASHION_MNIST_MEAN / FASHION_MNIST_STD)
-        return Dataset(x, torch.from_numpy(labels.astype(np.int64)), FASHION_MNIST_CLASSES)
+        # The same conversion as a site's own IDX files get: a split written to folders
+        # trains exactly as the emulated share does.
+        x = to_inputs(images, FASHION_MNIST, folder)
+        return Dataset(
+            torch.from_numpy(x), torch.from_numpy(labels.astype(np.int64)), FASHION_MNIST_CLASSES
+        )
 
     return TrainTest("fashion-mnist", split("train"), split("t10k"))
 
@@ -194,3 +162,32 @@ def check_dataset(name: str, data_dir: Path | None = None) -> None:
 def load_dataset(name: str, data_dir: Path | None = None) -> TrainTest:
     source = dataset_source(name)
     return source.read(source.locate(data_dir))
+
+
+def share_indices(labels: np.ndarray, share: DataShare) -> np.ndarray:
+    """The positions of a site's share in the training set: every site computes the whole
+    seeded split from the same labels and keeps its own part."""
+    split = partition_dataset(labels, share.sites, PartitionSpec.parse(share.partition), share.seed)
+    return split.sites[share.index].indices
+
+
+def load_share(name: str, data_dir: Path | None, share: DataShare | None) -> TrainTest:
+    """A public dataset, or a site's share of its training set (the test set is whole)."""
+    data = load_dataset(name, data_dir)
+    if share is None:
+        return data
+    train = data.train.subset(share_indices(data.train.y.numpy(), share))
+    return TrainTest(data.name, train, data.test)
+
+
+def _dataset(arrays: Arrays, classes: tuple[str, ...]) -> Dataset:
+    return Dataset(torch.from_numpy(arrays.x), torch.from_numpy(arrays.y), classes)
+
+
+def load_site_data(spec: SiteData) -> TrainTest:
+    """A site's own data (site.yaml's `data:`)."""
+    arrays = read_site_data(spec)
+    classes = arrays.schema.classes
+    return TrainTest(
+        str(spec.path), _dataset(arrays.train, classes), _dataset(arrays.test, classes)
+    )

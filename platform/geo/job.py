@@ -4,11 +4,12 @@ The simulator and the real runtime take the same job, so their results compare.
 """
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from atoll.platform.data.names import DatasetName
+from atoll.platform.data.schema import SCHEMAS, DataSchema, DataShare
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.model.names import ModelName
 from atoll.platform.model.optim import OptimizerSpec
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
 class GeoJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # `emulated`: one public dataset (`dataset`) split across the sites by `partition`, each
+    # site deriving its own share where it runs. `site`: every site trains on the data its
+    # own site.yaml names, which must have the job's schema.
+    data: Literal["emulated", "site"] = "emulated"
+    data_schema: DataSchema | None = Field(
+        None, description="what the sites' data must be; default the schema of `dataset`"
+    )
     dataset: DatasetName = "fashion-mnist"
     data_dir: Path | None = None
     model: ModelName = "cnn"
@@ -38,6 +46,10 @@ class GeoJob(BaseModel):
     eval_every: int = Field(10, ge=1, description="clocks between test evaluations")
     eval_samples: int = Field(2000, ge=1, description="test images per periodic evaluation")
     seed: int = 0
+
+    @property
+    def expected_schema(self) -> DataSchema:
+        return self.data_schema or SCHEMAS[self.dataset]
 
     @property
     def site_optimizer(self) -> OptimizerSpec:
@@ -73,6 +85,11 @@ class GeoJob(BaseModel):
         from atoll.platform.data.partition import PartitionSpec
 
         return PartitionSpec.parse(self.partition)
+
+    def site_share(self, site: int, sites: int) -> DataShare:
+        """The seeded partition spec site `site` of `sites` derives its share from."""
+        partition = str(self.partition_spec())
+        return DataShare(partition=partition, sites=sites, index=site, seed=self.seed)
 
     def site_seed(self, site: int) -> int:
         """Each site shuffles its own data its own way, reproducibly."""

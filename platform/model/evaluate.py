@@ -16,9 +16,11 @@ class Evaluation:
 def evaluate(model: nn.Module, data: Dataset, batch_size: int = 1000) -> Evaluation:
     was_training = model.training
     model.eval()
+    device = next(model.parameters()).device
     correct, loss_sum = 0, 0.0
     for start in range(0, len(data), batch_size):
-        x, y = data.x[start : start + batch_size], data.y[start : start + batch_size]
+        x = data.x[start : start + batch_size].to(device)
+        y = data.y[start : start + batch_size].to(device)
         logits = model(x)
         loss_sum += nn.functional.cross_entropy(logits, y, reduction="sum").item()
         correct += int((logits.argmax(1) == y).sum())

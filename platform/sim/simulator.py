@@ -17,8 +17,7 @@ import torch
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import SimEvent, SimSiteDone, TimelinePoint
-from atoll.platform.data.datasets import load_dataset
-from atoll.platform.data.partition import partition_dataset
+from atoll.platform.data.datasets import load_dataset, share_indices
 from atoll.platform.geo.codec import encoded_size
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.messages import BROADCAST, GeoMessage, Outbound
@@ -69,7 +68,7 @@ class GeoSimulation:
         data = load_dataset(job.dataset, job.data_dir)
         self.topology, link_topology = job.topologies()
         names = self.topology.sites
-        split = partition_dataset(data.train.y.numpy(), len(names), job.partition_spec(), job.seed)
+        labels = data.train.y.numpy()
         batch = job.workers * job.batch_size
         if isinstance(compute, str):
             compute = compute_profile(compute, job.model, data.train, job.batch_size)
@@ -81,7 +80,8 @@ class GeoSimulation:
         for i, name in enumerate(names):
             replica = SiteReplica(
                 job.model,
-                data.train.subset(split.sites[i].indices),
+                # Each site's share, derived as a real site derives its own.
+                data.train.subset(share_indices(labels, job.site_share(i, len(names)))),
                 batch,
                 job.site_optimizer,
                 model_seed=job.seed,
@@ -101,7 +101,6 @@ class GeoSimulation:
             for b in range(len(names))
             if a != b
         }
-        self.partition = split
         self.timeline = AccuracyTimeline(len(names))
         self.end_clock = job.clocks
         self._accuracy_cache: dict[bytes, float] = {}

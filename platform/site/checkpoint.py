@@ -39,8 +39,12 @@ class CheckpointStore:
         record = {
             "start": bounds[0],
             "end": bounds[1],
-            "param": param.clone(),
-            "optimizer": optimizer,
+            # Host copies: a checkpoint written on a GPU loads on any machine.
+            "param": param.detach().to("cpu", copy=True),
+            "optimizer": {
+                k: v.detach().cpu() if isinstance(v, torch.Tensor) else v
+                for k, v in optimizer.items()
+            },
         }
         tmp = folder / f"shard-{shard}.pt.tmp"
         torch.save(record, tmp)

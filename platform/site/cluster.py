@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+import torch
+
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import (
     RankFailed,
@@ -27,6 +29,7 @@ from atoll.platform.core.events import (
 )
 from atoll.platform.core.signals import stop_signals
 from atoll.platform.site.checkpoint import CheckpointStore
+from atoll.platform.site.device import place_site
 from atoll.platform.site.layout import SiteLayout
 from atoll.platform.site.rank import RankContext, rank_main
 from atoll.platform.site.spec import SiteJob
@@ -34,6 +37,11 @@ from atoll.platform.site.spec import SiteJob
 _POLL_S = 0.1
 _GRACE_S = 1.0  # after a failure, how long to wait for the root cause to surface
 _TERMINATE_S = 5.0
+
+
+def cuda_devices() -> int:
+    """CUDA devices this process can use (0 without CUDA)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 class SiteFailure(AtollError):
@@ -53,6 +61,8 @@ class SiteCluster:
         self.out_dir = out_dir
         self.resume = resume
         self.layout = SiteLayout(job.workers, job.shards, job.dedicated_shards)
+        # Checked before any rank starts: `--device cuda` without CUDA is one line here.
+        self.placement = place_site(job.device, cuda_devices(), self.layout.world_size)
         # Forked from a server that has imported torch once: a rank starts in
         # milliseconds instead of seconds, and nothing forks a process already
         # running threads.
@@ -89,6 +99,7 @@ class SiteCluster:
                         resume=self.resume,
                         threads=self.threads_per_rank,
                         site_pid=os.getpid(),
+                        placement=self.placement,
                     )
                     p = self._mp.Process(
                         target=rank_main, args=(ctx, events, self._stop), name=f"atoll-rank-{rank}"

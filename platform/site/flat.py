@@ -17,8 +17,9 @@ class FlatModel:
         self.model = model
         parameters = list(model.parameters())
         total = sum(p.numel() for p in parameters)
-        self.params = torch.empty(total)
-        self.grads = torch.zeros(total)
+        device = parameters[0].device if parameters else None
+        self.params = torch.empty(total, device=device)
+        self.grads = torch.zeros(total, device=device)
         offset = 0
         with torch.no_grad():
             for p in parameters:

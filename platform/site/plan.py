@@ -1,5 +1,9 @@
-"""Turning a geo job into one site job per site: each site's share of the data, its
-links and their shapes, the policy it runs and where its mirrors listen.
+"""Turning a geo job into one site job per site: where its data comes from, its links and
+their shapes, the policy it runs and where its mirrors listen.
+
+No data is read here. In the emulated federation each site job carries the seeded
+partition spec, and the site derives its own share where it runs; a job on the sites'
+own data leaves `data` for each site's agent to fill in from its site.yaml.
 
 The local launcher uses it with loopback addresses; a control plane uses it with
 the addresses its edge agents registered.
@@ -8,8 +12,6 @@ the addresses its edge agents registered.
 import socket
 from pathlib import Path
 
-from atoll.platform.data.datasets import load_dataset
-from atoll.platform.data.partition import partition_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.spec import SiteGeo, SiteJob
 
@@ -30,8 +32,7 @@ def plan_site_jobs(
     missing = [n for n in names if len(endpoints.get(n, ())) != job.shards]
     if missing:
         raise ValueError(f"no endpoint for each of the {job.shards} shard(s) of {missing}")
-    data = load_dataset(job.dataset, job.data_dir)
-    split = partition_dataset(data.train.y.numpy(), len(names), job.partition_spec(), job.seed)
+    job.partition_spec()  # a bad partition fails here, not at every site
     jobs = {}
     for i, name in enumerate(names):
         geo = SiteGeo(
@@ -64,7 +65,7 @@ def plan_site_jobs(
             checkpoint_every=max(job.eval_every, 50),
             eval_every=job.eval_every,
             eval_samples=job.eval_samples,
-            train_indices=tuple(int(x) for x in split.sites[i].indices),
+            share=job.site_share(i, len(names)) if job.data == "emulated" else None,
             comm_timeout_s=sync_timeout_s + 60,
             geo=geo,
         )

@@ -44,6 +44,7 @@ class SiteProgress:
     finished_at: float | None = None
     completed: bool = False  # trained to the end (not stopped early)
     failure: str | None = None  # why its latest incarnation failed, if it did
+    started: TrainingStarted | None = None  # the latest start: the site's data and model
     evals: list[EvalPoint] = field(default_factory=list)
     traffic: list[tuple[float, int]] = field(default_factory=list)  # time, wan_bytes by then
     # Each shard's latest cumulative counters, by (incarnation, rank, shard).
@@ -90,6 +91,7 @@ class SiteProgress:
         match event:
             case TrainingStarted():
                 self.incarnation += 1
+                self.started = event
                 self.clock, self.total_clocks = event.step, event.total_steps
                 if self.started_at is None:
                     self.started_at = event.time

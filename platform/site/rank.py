@@ -37,12 +37,14 @@ from atoll.platform.core.events import (
     TrainingFinished,
     TrainingStarted,
 )
-from atoll.platform.data.datasets import Dataset, load_dataset
+from atoll.platform.data.datasets import Dataset, load_share, load_site_data
+from atoll.platform.geo.wan import bsp_bytes_per_clock
 from atoll.platform.model.evaluate import Evaluation, evaluate
 from atoll.platform.model.zoo import build_model, model_signature
 from atoll.platform.site.barrier import BSPBarrier
 from atoll.platform.site.batches import BatchPlan
 from atoll.platform.site.checkpoint import CheckpointStore
+from atoll.platform.site.device import Placement
 from atoll.platform.site.flat import FlatModel, shifted
 from atoll.platform.site.geo_mirror import GeoMirror
 from atoll.platform.site.layout import SiteLayout
@@ -65,10 +67,12 @@ class RankContext:
     world_size: int
     job: SiteJob
     out_dir: Path
-    rendezvous: Path
+    rendezvous: Path | None  # None: env:// (torchrun's variables)
     resume: bool
     threads: int
     site_pid: int  # the process that started the site: a rank dies when it is gone
+    placement: Placement
+    local_rank: int | None = None  # among the site's ranks on this machine; default rank
 
 
 @dataclass
@@ -80,6 +84,9 @@ class Shard:
     inbox: dict[int, torch.Tensor] = field(default_factory=dict)  # worker -> pushed gradient
     mean: torch.Tensor = field(default_factory=lambda: torch.empty(0))
     mirror: GeoMirror | None = None  # in a geo job: this shard's link to its mirrors
+    # On a GPU, the geo tier (its policies and codec work on host tensors) keeps the shard's
+    # replica in host memory, copied to and from the device around each clock.
+    host: torch.Tensor | None = None
 
 
 def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> None:
@@ -89,10 +96,14 @@ def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> No
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to stop
         events.put(RankStarted(time=time.time(), rank=ctx.rank, pid=os.getpid()))
         torch.set_num_threads(ctx.threads)
+        if ctx.job.pin_cores:
+            _pin(_local_rank(ctx))
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # every rank of a site runs on this host
+        if ctx.placement.kind == "cuda":
+            torch.cuda.set_device(_local_rank(ctx))
         dist.init_process_group(
-            "gloo",
-            init_method=f"file://{ctx.rendezvous}",
+            ctx.placement.backend,
+            init_method=f"file://{ctx.rendezvous}" if ctx.rendezvous else "env://",
             rank=ctx.rank,
             world_size=ctx.world_size,
             timeout=timedelta(seconds=ctx.job.comm_timeout_s),
@@ -109,6 +120,23 @@ def rank_main(ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> No
             )
         )
         sys.exit(1)
+
+
+def _pin(local_rank: int) -> None:
+    """This rank's threads, the intra-op pool it starts next included, on one core of their
+    own: no migrating, and no sharing a core's cache with another rank."""
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cores[local_rank % len(cores)]})
+
+
+def _local_rank(ctx: RankContext) -> int:
+    return ctx.rank if ctx.local_rank is None else ctx.local_rank
+
+
+def _batch(ops: list[dist.P2POp]) -> list[dist.Work]:
+    """Post a phase's sends and receives together: NCCL runs them as one group, so two
+    ranks sending to each other never wait on each other; gloo matches them by tag."""
+    return dist.batch_isend_irecv(ops) if ops else []
 
 
 def _wait(work: dist.Work, what: str) -> None:
@@ -146,17 +174,21 @@ class SiteRank:
     def __init__(self, ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> None:
         self.ctx, self.events, self.stop = ctx, events, stop
         job = ctx.job
-        data = load_dataset(job.dataset, job.data_dir)
-        self.train: Dataset = (
-            data.train.subset(list(job.train_indices)) if job.train_indices else data.train
+        data = (
+            load_site_data(job.data)
+            if job.data
+            else load_share(job.dataset, job.data_dir, job.share)
         )
+        self.train: Dataset = data.train
         self.test = data.test
         self.eval_set = (
             data.test.sample(job.eval_samples, job.seed) if job.eval_samples else data.test
         )
+        self.device = torch.device(ctx.placement.device(_local_rank(ctx)))
+        # Built on the CPU from the seed, then moved: the same initial model on any device.
         self.model: nn.Module = build_model(
             job.model, self.train.input_shape, self.train.num_classes, job.seed
-        )
+        ).to(self.device)
         self.flat = FlatModel(self.model)
         self.layout = SiteLayout(job.workers, job.shards, job.dedicated_shards)
         data_seed = job.seed if job.data_seed is None else job.data_seed
@@ -169,7 +201,11 @@ class SiteRank:
         self.shards = [self._make_shard(s) for s in self.layout.shards_of(self.rank)]
         geo = job.geo
         # Where ahead of the replica the workers take the next gradient (asp's lookahead).
-        self.lookahead = torch.zeros(self.flat.num_params) if geo and geo.policy.lookahead else None
+        self.lookahead = (
+            torch.zeros(self.flat.num_params, device=self.device)
+            if geo and geo.policy.lookahead
+            else None
+        )
         self.compute_s = self.exchange_s = 0.0
 
     def _make_shard(self, index: int) -> Shard:
@@ -181,13 +217,20 @@ class SiteRank:
             bounds,
             ShardOptimizer.create(param, self.ctx.job.optimizer),
             BSPBarrier(self.ctx.job.workers),
-            mean=torch.empty(end - start),
+            mean=torch.empty(end - start, device=self.device),
         )
         for worker in range(self.ctx.job.workers):
             local = worker == self.rank
-            shard.inbox[worker] = self.flat.grads[start:end] if local else torch.empty(end - start)
+            shard.inbox[worker] = (
+                self.flat.grads[start:end]
+                if local
+                else torch.empty(end - start, device=self.device)
+            )
         if self.ctx.job.geo is not None:
-            shard.mirror = GeoMirror(self.ctx.job.geo, index, self.ctx.job.shards, param, start)
+            if self.device.type != "cpu":
+                shard.host = param.detach().cpu()
+            replica = param if shard.host is None else shard.host
+            shard.mirror = GeoMirror(self.ctx.job.geo, index, self.ctx.job.shards, replica, start)
         return shard
 
     # -- the clock loop -----------------------------------------------------------------
@@ -196,15 +239,9 @@ class SiteRank:
         step = self._restore()
         if self.ctx.job.geo is not None:
             step = self._join_geo(step)
-        self._emit(
-            TrainingStarted(
-                time=time.time(),
-                step=step,
-                total_steps=self.total_steps,
-                params=self.flat.num_params,
-            )
-        )
-        for work in self._distribute_params():  # initial or restored parameters
+        if self.rank == 0:
+            self._emit(self._started(step))
+        for work in _batch(self._distribute_params()):  # initial or restored parameters
             _wait(work, f"rank {self.rank} received no initial parameters")
         step, stopped, step_times = self._train(step)
         if step % self.ctx.job.checkpoint_every != 0:
@@ -224,7 +261,9 @@ class SiteRank:
         evaluation = None
         if not stopped:
             evaluation = self._emit_eval(step, self.test)
-            weights = {k: v.clone() for k, v in self.model.state_dict().items()}
+            weights = {
+                k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()
+            }
             torch.save(weights, self.ctx.out_dir / "model.pt")
         # The first clocks pay one-off costs (allocator, kernel selection); throughput is
         # measured after them, as for any steady-state loop it is compared with.
@@ -241,6 +280,24 @@ class SiteRank:
                 test_accuracy=evaluation.accuracy if evaluation else None,
                 test_loss=evaluation.loss if evaluation else None,
             )
+        )
+
+    def _started(self, step: int) -> TrainingStarted:
+        """What the site reports of itself: its data (never a sample), the model, and what
+        BSP would send over the WAN for it."""
+        job, params = self.ctx.job, self.flat.num_params
+        counts = torch.bincount(self.train.y, minlength=self.train.num_classes)
+        return TrainingStarted(
+            time=time.time(),
+            step=step,
+            total_steps=self.total_steps,
+            params=params,
+            samples=len(self.train),
+            class_counts=[int(c) for c in counts],
+            model_signature=model_signature(self.model),
+            bsp_bytes_per_clock=(
+                bsp_bytes_per_clock(params, job.geo.sites, job.shards) if job.geo else None
+            ),
         )
 
     def _train(self, step: int) -> tuple[int, bool, list[float]]:
@@ -267,7 +324,9 @@ class SiteRank:
         return step, False, step_times
 
     def _stop_requested(self, step: int) -> bool:
-        flag = torch.tensor([1.0 if self.rank == 0 and self.stop.is_set() else 0.0])
+        flag = torch.tensor(
+            [1.0 if self.rank == 0 and self.stop.is_set() else 0.0], device=self.device
+        )
         if self.ctx.world_size > 1:
             try:
                 dist.broadcast(flag, src=0)
@@ -278,10 +337,12 @@ class SiteRank:
     def _compute_gradient(self, step: int) -> float:
         t = time.perf_counter()
         index = torch.from_numpy(self.plan.indices(step, self.rank))
-        x, y = self.train.x[index], self.train.y[index]
+        x = self.train.x[index].to(self.device, non_blocking=True)
+        y = self.train.y[index].to(self.device, non_blocking=True)
         self.flat.zero_grad()
         with shifted(self.flat.params, self.lookahead):
-            loss = nn.functional.cross_entropy(self.model(x), y)
+            with torch.autocast(self.device.type, torch.bfloat16, enabled=self.ctx.job.bf16):
+                loss = nn.functional.cross_entropy(self.model(x), y)
             loss.backward()
         self.compute_s += time.perf_counter() - t
         return loss.item()
@@ -289,17 +350,30 @@ class SiteRank:
     def _exchange(self, step: int) -> None:
         """Gradients to shard owners, BSP average and optimizer step, new parameters back."""
         t = time.perf_counter()
-        sends = self._push_gradients()
+        works = _batch(self._push_gradients() + self._gather_gradients())
+        for work in works:
+            _wait(work, f"rank {self.rank} exchanged no gradients for clock {step}")
         lr = self.ctx.job.optimizer.lr_at(step, self.total_steps)
         for shard in self.shards:
-            self._gather(shard, step)
+            for worker in range(self.ctx.job.workers):
+                shard.barrier.push(worker, step, time.perf_counter())
             self._apply(shard, lr, step)
         for shard in self.shards:
             if shard.mirror is not None:
                 shard.mirror.sync()  # the next clock waits until the geo policy allows it
-        for work in sends + self._distribute_params() + self._distribute_lookahead():
+                self._from_host(shard)
+        for work in _batch(self._distribute_params() + self._distribute_lookahead()):
             _wait(work, f"rank {self.rank} exchanged no parameters for clock {step}")
         self.exchange_s += time.perf_counter() - t
+
+    def _to_host(self, shard: Shard) -> None:
+        if shard.host is not None:
+            shard.host.copy_(shard.optimizer.param)
+
+    def _from_host(self, shard: Shard) -> None:
+        """What the geo tier applied to the host replica, onto the device."""
+        if shard.host is not None:
+            shard.optimizer.param.copy_(shard.host, non_blocking=False)
 
     def _slice(self, buffer: torch.Tensor, shard: int) -> torch.Tensor:
         start, end = self.layout.bounds(shard, self.flat.num_params)
@@ -311,23 +385,25 @@ class SiteRank:
             return []
         return [s for s in range(self.ctx.job.shards) if self.layout.owner(s) != self.rank]
 
-    def _push_gradients(self) -> list[dist.Work]:
+    def _push_gradients(self) -> list[dist.P2POp]:
         return [
-            dist.isend(self._slice(self.flat.grads, s), self.layout.owner(s), tag=_GRAD_TAG + s)
+            dist.P2POp(
+                dist.isend,
+                self._slice(self.flat.grads, s),
+                self.layout.owner(s),
+                tag=_GRAD_TAG + s,
+            )
             for s in self._remote_shards()
         ]
 
-    def _gather(self, shard: Shard, step: int) -> None:
-        pending = {
-            w: dist.irecv(buf, w, tag=_GRAD_TAG + shard.index)
-            for w, buf in shard.inbox.items()
-            if w != self.rank
-        }
-        for worker in range(self.ctx.job.workers):
-            if worker in pending:
-                what = f"shard {shard.index} got no gradient from worker {worker} for clock {step}"
-                _wait(pending[worker], what)
-            shard.barrier.push(worker, step, time.perf_counter())
+    def _gather_gradients(self) -> list[dist.P2POp]:
+        """Every owned shard's receive of every other worker's gradient slice."""
+        return [
+            dist.P2POp(dist.irecv, buf, worker, tag=_GRAD_TAG + shard.index)
+            for shard in self.shards
+            for worker, buf in sorted(shard.inbox.items())
+            if worker != self.rank
+        ]
 
     def _apply(self, shard: Shard, lr: float, step: int) -> None:
         inbox = [shard.inbox[w] for w in range(self.ctx.job.workers)]
@@ -343,7 +419,8 @@ class SiteRank:
             shard.optimizer.step(grad, lr)
             return
         delta = scaled_step(shard.optimizer, grad, lr, shard.mirror.policy.update_scale)
-        shard.mirror.after_clock(delta, lr / self.ctx.job.optimizer.lr)
+        self._to_host(shard)
+        shard.mirror.after_clock(delta.cpu(), lr / self.ctx.job.optimizer.lr)
 
     # -- the geo tier ---------------------------------------------------------------
 
@@ -353,9 +430,13 @@ class SiteRank:
         Returns the clock to go on from, the same on every rank of the site.
         """
         for shard in self.shards:
+            self._to_host(shard)  # the restored replica
             shard.mirror.start(rejoin=self.ctx.resume)
             shard.mirror.sync()
-        clock = torch.tensor([max([step] + [s.mirror.policy.clock for s in self.shards])])
+            self._from_host(shard)
+        clock = torch.tensor(
+            [max([step] + [s.mirror.policy.clock for s in self.shards])], device=self.device
+        )
         if self.ctx.world_size > 1:
             dist.all_reduce(clock, op=dist.ReduceOp.MAX)
         for shard in self.shards:
@@ -369,41 +450,43 @@ class SiteRank:
         for shard in self.shards:
             if not stopped:
                 shard.mirror.finish()
+                self._from_host(shard)
             shard.mirror.close()
             self._emit_geo(shard)
-        for work in self._distribute_params():
+        for work in _batch(self._distribute_params()):
             _wait(work, f"rank {self.rank} received no final parameters")
 
     def _emit_geo(self, shard: Shard) -> None:
         stats = {"time": time.time(), "rank": self.rank, "shard": shard.index}
         self.events.put(GeoStats.model_validate({**stats, **shard.mirror.stats()}))
 
-    def _distribute_params(self) -> list[dist.Work]:
+    def _distribute_params(self) -> list[dist.P2POp]:
         return self._distribute(self.flat.params, _PARAM_TAG)
 
-    def _distribute_lookahead(self) -> list[dist.Work]:
+    def _distribute_lookahead(self) -> list[dist.P2POp]:
         """Owners fill in their slices of the lookahead, then every worker gets all of it."""
         if self.lookahead is None:
             return []
         for shard in self.shards:
             offset = shard.mirror.lookahead()
-            self._slice(self.lookahead, shard.index).copy_(0 if offset is None else offset)
+            mine = self._slice(self.lookahead, shard.index)
+            mine.zero_() if offset is None else mine.copy_(offset)
         return self._distribute(self.lookahead, _LOOKAHEAD_TAG)
 
-    def _distribute(self, buffer: torch.Tensor, tag: int) -> list[dist.Work]:
+    def _distribute(self, buffer: torch.Tensor, tag: int) -> list[dist.P2POp]:
         """Owners send their slices of `buffer` to every other worker; workers receive the
         slices they do not own."""
-        works = [
-            dist.isend(self._slice(buffer, shard.index), worker, tag=tag + shard.index)
+        ops = [
+            dist.P2POp(dist.isend, self._slice(buffer, shard.index), worker, tag=tag + shard.index)
             for shard in self.shards
             for worker in range(self.ctx.job.workers)
             if worker != self.rank
         ]
-        works += [
-            dist.irecv(self._slice(buffer, s), self.layout.owner(s), tag=tag + s)
+        ops += [
+            dist.P2POp(dist.irecv, self._slice(buffer, s), self.layout.owner(s), tag=tag + s)
             for s in self._remote_shards()
         ]
-        return works
+        return ops
 
     # -- checkpoints, evaluation and events ---------------------------------------------
 

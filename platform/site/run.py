@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import SiteEvent, TrainingFailed, TrainingStarted
@@ -14,13 +14,18 @@ from atoll.platform.core.files import write_json
 from atoll.platform.core.rundir import claim_run_dir
 from atoll.platform.core.runlog import RunLog
 from atoll.platform.data.datasets import check_dataset
-from atoll.platform.site.cluster import SiteCluster, SiteFailure
+from atoll.platform.data.readers import read_site_data
+from atoll.platform.site.cluster import SiteCluster, SiteFailure, SiteOutcome
 from atoll.platform.site.spec import SiteJob
 
 
 def prepare_run_dir(out_dir: Path, job: SiteJob, *, resume: bool, overwrite: bool) -> None:
     """Refuse to mix runs: a folder holds one run, continued only by the same job."""
-    check_dataset(job.dataset, job.data_dir)  # before anything is written or started
+    # Before anything is written or started: a missing or malformed dataset is one line.
+    if job.data is not None:
+        read_site_data(job.data)
+    else:
+        check_dataset(job.dataset, job.data_dir)
     config_path = out_dir / "config.json"
     if resume:
         if not config_path.exists():
@@ -37,6 +42,15 @@ def prepare_run_dir(out_dir: Path, job: SiteJob, *, resume: bool, overwrite: boo
     write_json(config_path, job.model_dump(mode="json"))
 
 
+class Cluster(Protocol):
+    """What runs a site's ranks: the single-host spawner (SiteCluster) or torchrun's rank 0."""
+
+    @property
+    def threads_per_rank(self) -> int: ...
+
+    def run(self, on_event: Callable[[SiteEvent], None]) -> SiteOutcome: ...
+
+
 def train_site(
     job: SiteJob,
     out_dir: Path,
@@ -44,11 +58,12 @@ def train_site(
     resume: bool = False,
     overwrite: bool = False,
     on_event: Callable[[SiteEvent], None] = lambda event: None,
-    cluster: SiteCluster | None = None,
+    cluster: Cluster | None = None,
 ) -> dict[str, Any]:
     """Train one site to the end (or to a requested stop); returns what summary.json holds."""
-    prepare_run_dir(out_dir, job, resume=resume, overwrite=overwrite)
+    # First the cluster: a placement this machine cannot give fails before the folder is claimed.
     cluster = cluster or SiteCluster(job, out_dir, resume=resume)
+    prepare_run_dir(out_dir, job, resume=resume, overwrite=overwrite)
     wall_start = time.time()
     starts: list[TrainingStarted] = []
 

@@ -4,8 +4,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from atoll.platform.data.schema import DataShare, SiteData
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.model.optim import OptimizerSpec
+from atoll.platform.site.device import DeviceChoice
 
 # Changing one of these between a run and its resume would silently train a
 # different model, so resume refuses.
@@ -16,7 +18,8 @@ RESUME_INVARIANT = (
     "batch_size",
     "optimizer",
     "seed",
-    "train_indices",
+    "data",
+    "share",
 )
 
 
@@ -53,8 +56,12 @@ class SiteGeo(BaseModel):
 class SiteJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # The site's data: its own (`data`), or a public dataset, whole or the share it derives
+    # from the seeded partition spec (`share`): never a list of samples from elsewhere.
+    data: SiteData | None = Field(None, description="the site's own data; else `dataset`")
     dataset: str = "fashion-mnist"
     data_dir: Path | None = None
+    share: DataShare | None = Field(None, description="the site's share of `dataset`")
     model: str = "cnn"
     workers: int = Field(1, ge=1)
     shards: int = Field(1, ge=1)
@@ -69,6 +76,13 @@ class SiteJob(BaseModel):
     threads: int | None = Field(
         None, ge=1, description="torch threads per rank; default shares the cores"
     )
+    pin_cores: bool = Field(
+        False, description="pin rank r (and its threads) to core r of those this process may use"
+    )
+    device: DeviceChoice = Field(
+        "auto", description="cpu, cuda (rank i on cuda:LOCAL_RANK), auto: cuda when present"
+    )
+    bf16: bool = Field(False, description="forward and loss under bfloat16 autocast")
     checkpoint_every: int = Field(100, ge=1, description="steps between checkpoints")
     eval_every: int | None = Field(
         None, ge=1, description="steps between test evaluations; default each epoch"
@@ -76,8 +90,6 @@ class SiteJob(BaseModel):
     comm_timeout_s: float = Field(
         300.0, gt=0, description="a rank waiting longer on a peer fails the site"
     )
-    # The site's share of the training set (positions into it); None means all of it.
-    train_indices: tuple[int, ...] | None = None
     data_seed: int | None = Field(None, description="order of the site's batches; default seed")
     eval_samples: int | None = Field(
         None, ge=1, description="test images per periodic evaluation; default all"

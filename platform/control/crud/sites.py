@@ -12,7 +12,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from atoll.platform.bus.messages import AgentStatus
-from atoll.platform.control.models import Command, JobSite, Site
+from atoll.platform.control.models import Command, Job, JobSite, Site
 from atoll.platform.control.states import CommandState, SiteState, SiteStatus
 from atoll.platform.service.sql import utcnow
 
@@ -46,6 +46,7 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
         status.time,
     )
     site.duplicates = status.duplicates
+    site.data_report = status.data.model_dump(mode="json") if status.data else None
     site.last_seen_at = site.updated_at = now
     for report in status.jobs:
         part = session.get(JobSite, (report.job_id, status.site))
@@ -58,6 +59,12 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
         part.started_at = report.started_at
         part.finished_at = report.finished_at
         part.final_accuracy = report.final_accuracy
+        part.samples = report.samples if report.samples is not None else part.samples
+        if report.params is not None:
+            # Every site builds the same model: the first to report sizes the job.
+            job = session.get(Job, report.job_id)
+            if job is not None and job.params is None:
+                job.params, job.bsp_bytes_per_clock = report.params, report.bsp_bytes_per_clock
         if part.progress_at is None or status.time >= part.progress_at:
             if report.clock != part.clock:
                 part.advanced_at = now.timestamp()

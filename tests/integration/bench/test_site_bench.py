@@ -1,5 +1,6 @@
 """`atoll bench site`, shortened: every setup runs once per repeat, in an order that
-rotates, and each row reports the median of its runs, as the printed table does."""
+rotates; each row reports the median of its runs and their spread, and the two ratios
+are of those medians, as the printed table and line say."""
 
 import json
 import statistics
@@ -9,31 +10,34 @@ import pytest
 from rich.console import Console
 
 from atoll.bench import site_overhead
+from atoll.bench.site_overhead import ONE, PLAIN, TWO
 
 pytestmark = pytest.mark.integration
 
-SETUPS = ["plain loop", "site, 1 worker", "site, 2 workers"]
 
-
-def test_the_site_bench_reports_the_median_of_rotating_repeats(tmp_path: Path) -> None:
-    out = tmp_path / "site_overhead.json"
+def test_the_site_bench_reports_medians_of_rotating_repeats_and_the_two_ratios(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "site.json"
     console = Console(record=True, width=200)
     site_overhead.run(steps=40, repeats=3, dataset="digits", out=out, console=console)
     printed = console.export_text()
     result = json.loads(out.read_text())
     rows = {row["setup"]: row for row in result["rows"]}
-    assert list(rows) == SETUPS
+    assert list(rows) == [PLAIN, ONE, TWO]
     # Each repeat starts one setup later, so that a drifting machine is not charged to
     # whichever setup always runs last.
-    assert "repeat 1/3: plain loop, site, 1 worker, site, 2 workers" in printed
-    assert "repeat 2/3: site, 1 worker, site, 2 workers, plain loop" in printed
-    assert "repeat 3/3: site, 2 workers, plain loop, site, 1 worker" in printed
-    plain = statistics.median(rows["plain loop"]["runs"])
+    assert f"repeat 1/3: {PLAIN}, {ONE}, {TWO}" in printed
+    assert f"repeat 2/3: {ONE}, {TWO}, {PLAIN}" in printed
+    assert f"repeat 3/3: {TWO}, {PLAIN}, {ONE}" in printed
     for name, row in rows.items():
         assert len(row["runs"]) == 3, name
-        assert min(row["runs"]) > 0, name
+        assert 0 < row["min"] <= row["samples_per_s"] <= row["max"], name
         assert row["samples_per_s"] == statistics.median(row["runs"]), name
-        assert row["ratio_to_plain"] == pytest.approx(row["samples_per_s"] / plain), name
         assert f"{row['samples_per_s']:.0f}" in printed, name
-    assert result["steps"] == 40
-    assert result["repeats"] == 3
+    median = {name: row["samples_per_s"] for name, row in rows.items()}
+    assert result["ratio_1_worker"] == pytest.approx(median[ONE] / median[PLAIN])
+    assert result["scaling_2_workers"] == pytest.approx(median[TWO] / median[ONE])
+    assert f"ratio_1_worker {result['ratio_1_worker']:.3f}" in printed
+    assert (result["steps"], result["repeats"], result["pin_cores"]) == (40, 3, True)
+    assert len(result["load_average_before"]) == 3

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from cryptography.hazmat.primitives.serialization import Encoding
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
-from cryptography.hazmat.primitives.serialization import Encoding
 from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
 from atoll.edge.identity import Identity, make_key_and_csr, store_enrolment

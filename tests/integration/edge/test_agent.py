@@ -108,9 +108,6 @@ def start_command(steps: int, checkpoint_every: int = 10) -> Command:
     start = StartJob(
         job_name="t",
         site_job=site_job.model_dump(mode="json"),
-        class_priors=[1.0] * 10,
-        samples=1437,
-        model_signature="sha256:test",
         clocks=steps,
     )
     return Command(

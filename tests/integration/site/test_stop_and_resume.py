@@ -139,8 +139,7 @@ def test_a_hung_worker_fails_the_site_within_the_timeout(tmp_path: Path) -> None
     assert "PeerLost" in stderr, stderr
     assert "Traceback" not in stderr, stderr
     assert any(
-        clue in stderr
-        for clue in ("got no gradient from worker 1", "no parameters", "stopped answering")
+        clue in stderr for clue in ("exchanged no gradients", "no parameters", "stopped answering")
     ), stderr
 
 

@@ -2,15 +2,14 @@ import pytest
 
 from atoll.platform.bus import AgentStatus, Command, JobReport, StartJob, Telemetry
 from atoll.platform.bus.keys import BusKeys
+from atoll.platform.data.schema import SCHEMAS, DataReport
 
 
 def test_messages_round_trip_through_stream_fields() -> None:
     start = StartJob(
         job_name="j",
         site_job={"geo": {"site": "a"}},
-        class_priors=[1.0, 2.0],
-        samples=3,
-        model_signature="sha256:x",
+        own_data=True,
         clocks=10,
     )
     command = Command(id="c1", site="a", kind="start_job", job_id="j1", issued_at=1.0, start=start)
@@ -20,7 +19,8 @@ def test_messages_round_trip_through_stream_fields() -> None:
     status = AgentStatus(
         site="a", incarnation="i", seq=1, time=2.0, state="running", region="r",
         geo_host="h", geo_port=1, geo_ports=1, version="v",
-        jobs=[JobReport(job_id="j1", state="running", clock=3)],
+        data=DataReport(schema=SCHEMAS["digits"], samples=3, class_counts=(1, 2) + (0,) * 8),
+        jobs=[JobReport(job_id="j1", state="running", clock=3, samples=3, params=7)],
     )  # fmt: skip
     assert AgentStatus.decode(status.encode()) == status
     sample = Telemetry(site="a", job_id="j1", time=1.0, kind="eval", clock=3, accuracy=0.5)

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data.datasets import DATASETS, load_dataset, read_idx
+from atoll.platform.data.datasets import DATASETS, load_dataset
 from atoll.platform.data.names import DATASET_NAMES
+from atoll.platform.data.readers import read_idx
 
 
 def write_idx(path: Path, array: np.ndarray, compress: bool = True) -> Path:

@@ -18,8 +18,7 @@ from atoll.platform.core.events import (
 )
 
 LIMITS = Limits(max_restarts=2, stop_timeout_s=10.0, telemetry_interval_s=1.0, registry=True)
-START = StartJob(job_name="t", site_job={}, class_priors=[0.5, 0.5], samples=100,
-                 model_signature="sig", clocks=100)  # fmt: skip
+START = StartJob(job_name="t", site_job={}, clocks=100)
 
 
 def at(seconds: float = 0.0) -> steps.Moment:
@@ -53,9 +52,15 @@ def running(**file: object) -> AgentCore:
     core = agent(**file)
     core.handle(arrived("start_job"))
     core.handle(steps.Launched("j1", 42))
-    core.handle(steps.SiteLogged("j1", TrainingStarted(time=1.0, step=0, total_steps=100, params=9),
-                           at()))  # fmt: skip
+    core.handle(steps.SiteLogged("j1", STARTED, at()))
     return core
+
+
+# The site's own account of its data and model, as rank 0 logs it.
+STARTED = TrainingStarted(
+    time=1.0, step=0, total_steps=100, params=9, samples=100, class_counts=[60, 40],
+    model_signature="sig", bsp_bytes_per_clock=99,
+)  # fmt: skip
 
 
 def last_applied(core: AgentCore) -> tuple[str, str]:
@@ -372,6 +377,23 @@ def test_the_first_started_event_makes_the_job_running() -> None:
     assert core.file.jobs["j1"].state == "running"
 
 
+def test_the_site_reports_its_own_data_and_model() -> None:
+    report = running().job_reports()[0]
+    assert (report.samples, report.params, report.bsp_bytes_per_clock) == (100, 9, 99)
+
+
+@pytest.mark.parametrize("has_data", [False, True])
+def test_a_job_on_the_sites_own_data_needs_a_site_with_data(has_data: bool) -> None:
+    limits = Limits(2, 10.0, 1.0, registry=False, has_data=has_data)
+    core = AgentCore("a", limits, AgentFile(), CommandLedger())
+    start = START.model_copy(update={"own_data": True})
+    core.handle(arrived("start_job", start=start))
+    applied = core.ledger.recent()[0]
+    assert applied.outcome == ("applied" if has_data else "refused")
+    if not has_data:
+        assert "own data" in applied.detail and "j1" not in core.file.jobs
+
+
 def test_step_samples_are_throttled_evaluations_and_the_end_are_not() -> None:
     core = running()
     sent = []
@@ -382,11 +404,11 @@ def test_step_samples_are_throttled_evaluations_and_the_end_are_not() -> None:
     evaluated = Evaluated(time=3.0, step=3, test_accuracy=0.5, test_loss=1.0)
     effects = core.handle(steps.SiteLogged("j1", evaluated, at(2.2)))
     assert telemetry(effects) == ["eval"]
-    assert steps.ReportToRegistry([0.5, 0.5], 0.5, 100, "sig", "j1.3") in effects
+    assert steps.ReportToRegistry([60.0, 40.0], 0.5, 100, "sig", "j1.3") in effects
     end = TrainingFinished(time=9.0, step=100, stopped=False, test_accuracy=0.9)
     effects = core.handle(steps.SiteLogged("j1", end, at(2.3)))
     assert telemetry(effects) == ["end"]
-    assert steps.ReportToRegistry([0.5, 0.5], 0.9, 100, "sig", "j1.100") in effects
+    assert steps.ReportToRegistry([60.0, 40.0], 0.9, 100, "sig", "j1.100") in effects
 
 
 def test_without_a_registry_nothing_is_reported_to_one() -> None:

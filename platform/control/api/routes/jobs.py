@@ -10,6 +10,7 @@ from atoll.platform.control.api.deps import Admin
 from atoll.platform.control.api.routes import V1, errors, job_out, jobs_out
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
+from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.crud import telemetry as telemetry_store
 from atoll.platform.control.dispatcher import close_job
 from atoll.platform.control.lifecycle import TERMINAL_JOB, SiteView
@@ -23,9 +24,10 @@ from atoll.platform.control.schemas import (
     Sample,
     SamplePage,
 )
+from atoll.platform.control.schemas_match import NOT_JOINED, schema_problems
 from atoll.platform.control.states import JobState
 from atoll.platform.core.errors import AtollError
-from atoll.platform.data.datasets import check_dataset
+from atoll.platform.data.schema import DataReport
 from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Conflict, Invalid, NotFound
 from atoll.platform.service.sql import utcnow
@@ -49,9 +51,12 @@ def submit(body: JobCreate, session: WriteSession) -> JobOut:
     try:
         sites = spec.topologies()[0].sites
         spec.partition_spec()
-        check_dataset(spec.dataset, spec.data_dir)  # the planner reads the labels here
     except AtollError as e:
         raise Invalid(str(e), "spec", "body") from e
+    if spec.data == "site":
+        problems = schema_problems(spec.expected_schema, _data_reports(session, sites))
+        if problems:
+            raise Invalid(problems, "spec", "body")
     job = job_store.create_job(
         session,
         body.name,
@@ -155,3 +160,16 @@ def _job(session: Session, job_id: str) -> Job:
     if job is None:
         raise NotFound(f"no job {job_id}", "job_id", "path")
     return job
+
+
+def _data_reports(session: Session, sites: tuple[str, ...]) -> dict[str, DataReport | str | None]:
+    """What each of the job's sites last reported of its data."""
+    reports: dict[str, DataReport | str | None] = {}
+    for name in sites:
+        site = site_store.get_site(session, name)
+        if site is None or site.incarnation is None:
+            reports[name] = NOT_JOINED
+        else:
+            report = site.data_report
+            reports[name] = DataReport.model_validate(report) if report else None
+    return reports

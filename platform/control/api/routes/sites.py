@@ -14,6 +14,7 @@ from atoll.platform.control.crud import sites as site_store
 from atoll.platform.control.models import Site
 from atoll.platform.control.schemas import SiteDeclare, SiteList, SiteOut
 from atoll.platform.control.states import SiteStatus
+from atoll.platform.data.schema import DataReport
 from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Conflict, NotFound
 from atoll.platform.service.schemas import from_row
@@ -128,4 +129,5 @@ def _site(session: Session, name: str) -> Site:
 def _out(site: Site, job: str | None) -> SiteOut:
     endpoint = f"{site.geo_host}:{site.geo_port}" if site.geo_host and site.geo_port else None
     joined = site.incarnation is not None
-    return from_row(SiteOut, site, geo_endpoint=endpoint, job=job, joined=joined)
+    data = DataReport.model_validate(site.data_report) if site.data_report else None
+    return from_row(SiteOut, site, geo_endpoint=endpoint, job=job, joined=joined, data=data)
