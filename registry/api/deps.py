@@ -13,9 +13,11 @@ from atoll.platform.service.deps import DatabaseDep
 from atoll.platform.service.errors import Forbidden, Unauthorized
 from atoll.platform.service.security import bearer_token, hash_token, matches_any
 from atoll.platform.service.sql import utcnow
-from atoll.registry.core.candidates import CandidateCache
+from atoll.registry.core.batcher import Batcher
 from atoll.registry.core.config import RegistrySettings
 from atoll.registry.core.tokencache import TokenCache
+from atoll.registry.crud.neighbours import LiveSnapshot
+from atoll.registry.crud.report_store import NewReport, Stored
 from atoll.registry.crud.tokens import site_of_token
 
 # Declares the scheme in the OpenAPI schema; the token itself is checked below.
@@ -68,11 +70,22 @@ async def get_token_cache(request: Request) -> TokenCache:
 TokenCacheDep = Annotated[TokenCache, Depends(get_token_cache)]
 
 
-async def get_candidate_cache(request: Request) -> CandidateCache:
-    return request.app.state.candidate_cache
+async def get_snapshot(request: Request) -> LiveSnapshot | None:
+    """The neighbour snapshot, or None when neighbour queries read the database."""
+    snapshot: LiveSnapshot | None = request.app.state.snapshot
+    return snapshot
 
 
-CandidateCacheDep = Annotated[CandidateCache, Depends(get_candidate_cache)]
+SnapshotDep = Annotated[LiveSnapshot | None, Depends(get_snapshot)]
+ReportWriter = Batcher[NewReport, Stored]
+
+
+async def get_report_writer(request: Request) -> ReportWriter:
+    writer: ReportWriter = request.app.state.report_writer
+    return writer
+
+
+ReportWriterDep = Annotated[ReportWriter, Depends(get_report_writer)]
 
 
 async def authenticate(
