@@ -18,6 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import install_error_handlers
 from atoll.platform.service.server import StartupRefused, startup_problem
+from atoll.registry.api.deps import look_up_tokens
 from atoll.registry.api.main import api_router
 from atoll.registry.api.routes import health
 from atoll.registry.core.batcher import Batcher
@@ -50,9 +51,13 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
             app.state.report_writer = Batcher(
                 "report-writer", store, settings.report_batch_max, REPORT_BATCH.observe
             ).start()
+            app.state.token_lookups = Batcher(
+                "token-lookups", partial(look_up_tokens, database)
+            ).start()
             try:
                 yield
             finally:
+                app.state.token_lookups.close()
                 app.state.report_writer.close()
                 if snapshot is not None:
                     snapshot.close()

@@ -128,6 +128,15 @@ class PriorsSnapshot:
     def __len__(self) -> int:
         return len(self._signature_of)
 
+    def latest(self, site_id: str) -> tuple[str, np.ndarray] | None:
+        """A site's model signature and latest priors (zero-padded to its signature's
+        widest), if it reported."""
+        signature = self._signature_of.get(site_id)
+        if signature is None:
+            return None
+        group = self._groups[signature]
+        return signature, group.priors[group.row_of[site_id]].copy()
+
     def seen_s(self, site_id: str) -> float | None:
         signature = self._signature_of.get(site_id)
         if signature is None:

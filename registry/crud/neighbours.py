@@ -133,6 +133,10 @@ class LiveSnapshot:
         with self._lock:
             self._snapshot.forget(site_id)
 
+    def latest(self, site_id: str) -> tuple[str, np.ndarray] | None:
+        with self._lock:
+            return self._snapshot.latest(site_id)
+
     def rank(
         self, signature: str, target: np.ndarray, k: int, exclude: Sequence[str], since_s: float
     ) -> Ranking:
@@ -163,6 +167,17 @@ def neighbours_of_site(
     window_s: float,
     snapshot: LiveSnapshot | None = None,
 ) -> NeighbourList:
+    """The site's own priors come from the snapshot when it holds them (as current as its
+    candidates), else from the database, which also tells an unknown site (404) from one
+    that has not reported (409)."""
+    latest = snapshot.latest(site_id) if snapshot is not None else None
+    if latest is None:
+        latest = _own_latest(conn, site_id)
+    signature, own = latest
+    return rank(conn, own, signature, k, [site_id], now, window_s, site_id, snapshot)
+
+
+def _own_latest(conn: Connection, site_id: str) -> tuple[str, np.ndarray]:
     target = conn.execute(_TARGET, {"b_site": site_id}).first()
     if target is None:
         raise NotFound(f"no site {site_id}", "site_id", "path")
@@ -174,13 +189,12 @@ def neighbours_of_site(
             "site_id",
             "path",
         )
-    own = priors_from_bytes(priors).tolist()
-    return rank(conn, own, signature, k, [site_id], now, window_s, site_id, snapshot)
+    return signature, priors_from_bytes(priors)
 
 
 def rank(
     conn: Connection,
-    priors: Sequence[float],
+    priors: Sequence[float] | np.ndarray,
     signature: str,
     k: int,
     exclude: Sequence[str],

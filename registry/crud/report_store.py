@@ -13,7 +13,7 @@ fails as a whole (a report id already taken, a deadlock with another server proc
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 from uuid import uuid4
@@ -120,11 +120,11 @@ class NewReport:
     now: datetime
     # The client's id, or one made here once: a batch that falls back to storing its
     # reports one by one stores them under the same ids.
-    id: str = field(default_factory=lambda: str(uuid4()))
+    id: str = ""
 
     def __post_init__(self) -> None:
-        if self.data.id is not None:
-            object.__setattr__(self, "id", str(self.data.id))
+        if not self.id:
+            object.__setattr__(self, "id", str(self.data.id or uuid4()))
 
     def values(self) -> dict[str, Any]:
         return {

@@ -65,6 +65,17 @@ def test_a_new_report_replaces_the_priors_and_an_older_one_does_not() -> None:
     assert snapshot.seen_s("a") == 20.0
 
 
+def test_a_sites_latest_priors_and_signature_are_there_to_ask_with() -> None:
+    snapshot = PriorsSnapshot()
+    assert snapshot.latest("a") is None
+    snapshot.put(row("a", [1, 3]))
+    snapshot.put(row("b", [1, 1, 2]))  # widens the signature: a's priors read zero-padded
+    signature, priors = snapshot.latest("a")  # type: ignore[misc]
+    assert signature == "s" and priors.tolist() == [0.25, 0.75, 0.0]
+    priors[0] = 9.0  # a copy: the snapshot is not changed through it
+    assert snapshot.latest("a")[1].tolist() == [0.25, 0.75, 0.0]  # type: ignore[index]
+
+
 def test_forgotten_sites_leave_and_the_rest_stay_whole() -> None:
     snapshot = PriorsSnapshot()
     for i in range(5):
