@@ -7,22 +7,28 @@ whose schema is not the one this code expects, and a missing admin token.
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import numpy as np
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import install_error_handlers
 from atoll.platform.service.server import StartupRefused, startup_problem
+from atoll.registry.api.deps import look_up_tokens
 from atoll.registry.api.main import api_router
 from atoll.registry.api.routes import health
-from atoll.registry.core.candidates import CandidateCache
+from atoll.registry.core.batcher import Batcher
 from atoll.registry.core.config import RegistrySettings, registry_settings
 from atoll.registry.core.limits import BodyLimit
-from atoll.registry.core.metrics import RequestMetrics
+from atoll.registry.core.metrics import REPORT_BATCH, RequestMetrics
+from atoll.registry.core.snapshot import SiteRow
 from atoll.registry.core.tokencache import TokenCache
+from atoll.registry.crud import report_store
+from atoll.registry.crud.neighbours import LiveSnapshot
 from atoll.registry.migrate import SCHEMA
 
 
@@ -37,7 +43,24 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
             if problem:
                 raise StartupRefused(problem)
             app.state.database = database
-            yield
+            snapshot = None
+            if settings.neighbour_cache_s > 0:
+                snapshot = LiveSnapshot(database, settings.neighbour_cache_s).start()
+            app.state.snapshot = snapshot
+            store = partial(_store_reports, database, settings.report_retention, snapshot)
+            app.state.report_writer = Batcher(
+                "report-writer", store, settings.report_batch_max, REPORT_BATCH.observe
+            ).start()
+            app.state.token_lookups = Batcher(
+                "token-lookups", partial(look_up_tokens, database)
+            ).start()
+            try:
+                yield
+            finally:
+                app.state.token_lookups.close()
+                app.state.report_writer.close()
+                if snapshot is not None:
+                    snapshot.close()
         finally:
             database.dispose()
 
@@ -54,7 +77,6 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.token_cache = TokenCache(settings.auth_cache_s)
-    app.state.candidate_cache = CandidateCache(settings.neighbour_cache_s)
     app.include_router(api_router)
     app.include_router(health.router)
     install_error_handlers(app)
@@ -63,6 +85,33 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
     app.add_middleware(RequestMetrics)
     app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]
     return app
+
+
+def _store_reports(
+    database: Database,
+    retention: int,
+    snapshot: LiveSnapshot | None,
+    batch: list[report_store.NewReport],
+) -> list[report_store.Stored | Exception]:
+    """The report writer's work: store a batch, then show the new reports to neighbour
+    queries."""
+    outcomes = report_store.add_reports(database, batch, retention)
+    if snapshot is not None:
+        snapshot.stored(
+            [
+                SiteRow(
+                    str(report.site_id),
+                    report.model_signature,
+                    np.asarray(report.class_priors),
+                    report.created_at.timestamp(),
+                )
+                for outcome in outcomes
+                if not isinstance(outcome, Exception)
+                for report, created in [outcome]
+                if created
+            ]
+        )
+    return outcomes
 
 
 def _openapi(app: FastAPI, settings: RegistrySettings) -> dict[str, Any]:

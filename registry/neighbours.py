@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+_SMALLEST = np.nextafter(0.0, 1.0)
+
 
 @dataclass(frozen=True)
 class Ranked:
@@ -21,13 +23,32 @@ def js_divergence(p: Sequence[float], q: Sequence[float]) -> float:
     return float(js_divergences(np.asarray(p, dtype=np.float64), _matrix([q]))[0])
 
 
-def js_divergences(target: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Divergence of each row of `candidates` (n x c) from `target` (length <= c)."""
+def js_divergences(
+    target: np.ndarray, candidates: np.ndarray, candidate_terms: np.ndarray | None = None
+) -> np.ndarray:
+    """Divergence of each row of `candidates` (n x c) from `target` (length <= c).
+
+    With m = (p + q) / 2 and t(x) = sum x log2 x + sum x (`self_terms`),
+    JSD(p, q) = (t(p) + t(q) - sum (p + q) log2 (p + q)) / 2: one logarithm per entry
+    rather than two, and a candidate's t(q) can be kept from one query to the next
+    (`candidate_terms`, as `self_terms(candidates)` gives them). Only sums of x log2 x
+    appear, never a quotient, so a vanishing probability cannot underflow into a false
+    "disjoint".
+    """
     width = max(target.shape[0], candidates.shape[1])
     p = _pad(target[np.newaxis, :], width)
     q = _pad(candidates, width)
-    divergence: np.ndarray = np.clip(0.5 * (_kl_to_mixture(p, q) + _kl_to_mixture(q, p)), 0, 1)
+    if candidate_terms is None:  # (zero columns padded on change no row's terms)
+        candidate_terms = self_terms(q)
+    mixed = _x_log2_x(q + p)
+    divergence: np.ndarray = np.clip(0.5 * (self_terms(p) + candidate_terms - mixed), 0, 1)
     return divergence
+
+
+def self_terms(rows: np.ndarray) -> np.ndarray:
+    """sum x log2 x + sum x of each row: its part of a Jensen-Shannon divergence."""
+    terms: np.ndarray = _x_log2_x(rows) + rows.sum(axis=1)
+    return terms
 
 
 def rank_neighbours(
@@ -38,16 +59,34 @@ def rank_neighbours(
     if k <= 0 or not site_ids:
         return []
     divergences = js_divergences(np.asarray(target, dtype=np.float64), priors)
+    return nearest(divergences, site_ids, k)
+
+
+def nearest(
+    divergences: np.ndarray,
+    site_ids: Sequence[str],
+    k: int,
+    eligible: np.ndarray | None = None,
+) -> list[Ranked]:
+    """The k rows of smallest divergence among the `eligible` ones (a boolean mask; all if
+    None), nearest first, ties to the smaller site id."""
+    if eligible is not None:
+        rows = np.flatnonzero(eligible)
+        divergences = divergences[rows]
+    else:
+        rows = np.arange(len(divergences))
+    if k <= 0 or not len(rows):
+        return []
     # Rounded for ordering: float noise (1e-17) must not decide between equal priors.
     rounded = np.round(divergences, 12)
-    if k < len(site_ids):
+    if k < len(rows):
         # Only the k smallest and whatever ties the k-th are sorted, not every site.
         kth = np.partition(rounded, k - 1)[k - 1]
         chosen = np.flatnonzero(rounded <= kth)
     else:
-        chosen = np.arange(len(site_ids))
-    order = sorted(chosen.tolist(), key=lambda i: (rounded[i], site_ids[i]))[:k]
-    return [Ranked(site_ids[i], float(divergences[i])) for i in order]
+        chosen = np.arange(len(rows))
+    order = sorted(chosen.tolist(), key=lambda i: (rounded[i], site_ids[int(rows[i])]))[:k]
+    return [Ranked(site_ids[int(rows[i])], float(divergences[i])) for i in order]
 
 
 def priors_to_bytes(priors: Sequence[float]) -> bytes:
@@ -84,14 +123,10 @@ def _pad(a: np.ndarray, width: int) -> np.ndarray:
     return a if a.shape[1] == width else np.pad(a, ((0, 0), (0, width - a.shape[1])))
 
 
-def _kl_to_mixture(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """KL(p || m) with m = (p + q) / 2, in bits, row by row.
-
-    Written as p log2(2p / (p + q)) rather than p log2(p / m): halving a tiny p + q
-    underflows to 0, while p + q >= p > 0 never does. Terms with p == 0 are 0 (the
-    limit of p log p).
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, p * np.log2(2 * p / (p + q)), 0.0)
-    sums: np.ndarray = terms.sum(axis=1)
+def _x_log2_x(rows: np.ndarray) -> np.ndarray:
+    """sum x log2 x of each row, with 0 log 0 = 0 (its limit): a 0 is logged as the
+    smallest float's log2 (-1074), finite, and multiplied by 0."""
+    logs = np.maximum(rows, _SMALLEST)
+    np.log2(logs, out=logs)
+    sums: np.ndarray = np.einsum("ij,ij->i", rows, logs)
     return sums

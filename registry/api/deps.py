@@ -5,18 +5,18 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPBearer
 
 from atoll.platform.service.database import Database
-from atoll.platform.service.deps import DatabaseDep
 from atoll.platform.service.errors import Forbidden, Unauthorized
 from atoll.platform.service.security import bearer_token, hash_token, matches_any
 from atoll.platform.service.sql import utcnow
-from atoll.registry.core.candidates import CandidateCache
+from atoll.registry.core.batcher import Batcher
 from atoll.registry.core.config import RegistrySettings
 from atoll.registry.core.tokencache import TokenCache
-from atoll.registry.crud.tokens import site_of_token
+from atoll.registry.crud.neighbours import LiveSnapshot
+from atoll.registry.crud.report_store import NewReport, Stored
+from atoll.registry.crud.tokens import sites_of_tokens
 
 # Declares the scheme in the OpenAPI schema; the token itself is checked below.
 _bearer = HTTPBearer(auto_error=False, description="An admin token or a site's token.")
@@ -68,17 +68,36 @@ async def get_token_cache(request: Request) -> TokenCache:
 TokenCacheDep = Annotated[TokenCache, Depends(get_token_cache)]
 
 
-async def get_candidate_cache(request: Request) -> CandidateCache:
-    return request.app.state.candidate_cache
+async def get_snapshot(request: Request) -> LiveSnapshot | None:
+    """The neighbour snapshot, or None when neighbour queries read the database."""
+    snapshot: LiveSnapshot | None = request.app.state.snapshot
+    return snapshot
 
 
-CandidateCacheDep = Annotated[CandidateCache, Depends(get_candidate_cache)]
+SnapshotDep = Annotated[LiveSnapshot | None, Depends(get_snapshot)]
+ReportWriter = Batcher[NewReport, Stored]
+
+
+async def get_report_writer(request: Request) -> ReportWriter:
+    writer: ReportWriter = request.app.state.report_writer
+    return writer
+
+
+ReportWriterDep = Annotated[ReportWriter, Depends(get_report_writer)]
+
+
+TokenLookups = Batcher[str, tuple[str, str] | None]
+
+
+async def get_token_lookups(request: Request) -> TokenLookups:
+    lookups: TokenLookups = request.app.state.token_lookups
+    return lookups
 
 
 async def authenticate(
     request: Request,
     settings: SettingsDep,
-    database: DatabaseDep,
+    lookups: Annotated[TokenLookups, Depends(get_token_lookups)],
     cache: TokenCacheDep,
     _scheme: Annotated[object, Depends(_bearer)] = None,
 ) -> Caller:
@@ -90,16 +109,17 @@ async def authenticate(
         return Caller()
     found = cache.get(digest)
     if found is None:
-        found = await run_in_threadpool(_look_up, database, digest)
+        found = await lookups.submit(digest)
         if found is None:
             raise Unauthorized("unknown or revoked token")
         cache.put(digest, *found)
     return Caller(site_id=found[0], token_id=found[1])
 
 
-def _look_up(database: Database, token_hash: str) -> tuple[str, str] | None:
+def look_up_tokens(database: Database, token_hashes: list[str]) -> list[tuple[str, str] | None]:
+    """The token lookups batcher's work: the tokens that waited, in one query."""
     with database.reader.connect() as conn:
-        return site_of_token(conn, token_hash)
+        return sites_of_tokens(conn, token_hashes)
 
 
 async def require_admin(caller: Annotated[Caller, Depends(authenticate)]) -> Caller:

@@ -23,8 +23,16 @@ class RegistrySettings(ServiceSettings):
     neighbour_cache_s: float = Field(
         1.0,
         ge=0,
-        description="how long a server process reuses the candidates it read for a neighbour "
-        "query; answers reflect reports at most this old",
+        description="a server process keeps every site's latest priors in memory for neighbour "
+        "queries, told at once of its own reports and reloaded from the database this often, "
+        "so answers reflect other processes' reports and heartbeats at most this old; 0: read "
+        "the database at each query",
+    )
+    report_batch_max: int = Field(
+        256,
+        ge=1,
+        le=10_000,
+        description="most reports the group-commit writer stores in one transaction",
     )
     auth_cache_s: float = Field(
         1.0,

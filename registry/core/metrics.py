@@ -33,6 +33,11 @@ LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0),
 )
 REPORTS = Counter("atoll_registry_reports_total", "Reports stored")
+REPORT_BATCH = Histogram(
+    "atoll_registry_report_batch_size",
+    "Reports committed together by the group-commit writer",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+)
 
 SiteCounts = Callable[[], dict[str, int]]
 

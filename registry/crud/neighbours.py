@@ -1,19 +1,29 @@
 """Neighbour queries: rank the live sites with a model signature by divergence of priors.
 
 The hot read of the service, so it runs on a Core connection with statements built
-once: at 10,000 sites, turning rows into objects would cost more than ranking them.
+once. The candidates come from the server process's `LiveSnapshot` (every reporting
+site's latest priors in memory, reloaded from the database every `refresh_s` by a thread
+of its own, and told at once of the reports this process stores), or, with no snapshot,
+from the database at each query. The asking site's priors and the k winners' details
+are read from the database.
 """
 
+import logging
+import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+import numpy as np
 from sqlalchemy import Connection, and_, bindparam, select
 
+from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Conflict, NotFound
-from atoll.registry.core.candidates import CandidateCache, Candidates
+from atoll.registry.core.snapshot import PriorsSnapshot, Ranking, SignatureRows, SiteRow
 from atoll.registry.models import Report, Site
 from atoll.registry.neighbours import priors_from_bytes, rank_neighbours, stack_priors
 from atoll.registry.schemas import Neighbour, NeighbourList
+
+_log = logging.getLogger(__name__)
 
 _sites, _reports = Site.__table__, Report.__table__
 _TARGET = select(_sites.c.model_signature, _sites.c.latest_priors).where(
@@ -46,14 +56,128 @@ _DETAILS = (
 )
 
 
+# What a snapshot loads: every registered site's latest priors, live or not (each query
+# has its own window).
+_EVERYONE = select(
+    _sites.c.id, _sites.c.model_signature, _sites.c.latest_priors, _sites.c.last_seen_at
+).where(
+    _sites.c.deregistered_at.is_(None),
+    _sites.c.latest_priors.is_not(None),
+    _sites.c.model_signature.is_not(None),
+)
+
+
+class LiveSnapshot:
+    """A `PriorsSnapshot` kept current: reloaded whole every `refresh_s` (which brings in
+    what other server processes stored, heartbeats, deregistrations), and told of this
+    process's reports as they commit. Queries and updates take a lock; a reload reads the
+    database outside it and swaps the new snapshot in, replaying the reports stored while
+    it read."""
+
+    def __init__(self, database: Database, refresh_s: float) -> None:
+        self.database = database
+        self.refresh_s = refresh_s
+        self._snapshot = PriorsSnapshot()
+        self._lock = threading.Lock()
+        self._during_reload: list[SiteRow] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "LiveSnapshot":
+        self.reload()
+        self._thread = threading.Thread(target=self._run, name="neighbour-snapshot", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.refresh_s):
+            try:
+                self.reload()
+            except Exception:  # the database is away for a moment: keep the last snapshot
+                _log.warning("reloading the neighbour snapshot failed", exc_info=True)
+
+    def reload(self) -> None:
+        with self._lock:
+            self._during_reload = []
+        try:
+            with self.database.reader.connect() as conn:
+                rows = conn.execute(_EVERYONE).all()
+            fresh = PriorsSnapshot(_by_signature(rows))
+        finally:
+            with self._lock:
+                replay, self._during_reload = self._during_reload or [], None
+        with self._lock:
+            for row in replay:
+                fresh.put_if_newer(row)
+            self._snapshot = fresh
+
+    def stored(self, rows: Sequence[SiteRow]) -> None:
+        """Reports this process committed: each site's latest, at once."""
+        with self._lock:
+            for row in rows:
+                self._snapshot.put_if_newer(row)
+            if self._during_reload is not None:
+                self._during_reload.extend(rows)
+
+    def seen(self, site_id: str, seen_s: float) -> None:
+        """A heartbeat of this process's."""
+        with self._lock:
+            self._snapshot.seen(site_id, seen_s)
+
+    def forget(self, site_id: str) -> None:
+        with self._lock:
+            self._snapshot.forget(site_id)
+
+    def latest(self, site_id: str) -> tuple[str, np.ndarray] | None:
+        with self._lock:
+            return self._snapshot.latest(site_id)
+
+    def rank(
+        self, signature: str, target: np.ndarray, k: int, exclude: Sequence[str], since_s: float
+    ) -> Ranking:
+        with self._lock:
+            return self._snapshot.rank(signature, target, k, exclude, since_s)
+
+
+def _by_signature(rows: Sequence[tuple[str, str, bytes, datetime]]) -> list[SignatureRows]:
+    grouped: dict[str, list[tuple[str, str, bytes, datetime]]] = {}
+    for row in rows:
+        grouped.setdefault(row[1], []).append(row)
+    return [
+        SignatureRows(
+            signature,
+            [r[0] for r in group],
+            stack_priors([r[2] for r in group]),
+            np.fromiter((r[3].timestamp() for r in group), dtype=np.float64, count=len(group)),
+        )
+        for signature, group in grouped.items()
+    ]
+
+
 def neighbours_of_site(
     conn: Connection,
     site_id: str,
     k: int,
     now: datetime,
     window_s: float,
-    cache: CandidateCache | None = None,
+    snapshot: LiveSnapshot | None = None,
 ) -> NeighbourList:
+    """The site's own priors come from the snapshot when it holds them (as current as its
+    candidates), else from the database, which also tells an unknown site (404) from one
+    that has not reported (409)."""
+    latest = snapshot.latest(site_id) if snapshot is not None else None
+    if latest is None:
+        latest = _own_latest(conn, site_id)
+    signature, own = latest
+    return rank(conn, own, signature, k, [site_id], now, window_s, site_id, snapshot)
+
+
+def _own_latest(conn: Connection, site_id: str) -> tuple[str, np.ndarray]:
     target = conn.execute(_TARGET, {"b_site": site_id}).first()
     if target is None:
         raise NotFound(f"no site {site_id}", "site_id", "path")
@@ -65,46 +189,55 @@ def neighbours_of_site(
             "site_id",
             "path",
         )
-    own = priors_from_bytes(priors).tolist()
-    return rank(conn, own, signature, k, [site_id], now, window_s, site_id, cache)
+    return signature, priors_from_bytes(priors)
 
 
 def rank(
     conn: Connection,
-    priors: Sequence[float],
+    priors: Sequence[float] | np.ndarray,
     signature: str,
     k: int,
     exclude: Sequence[str],
     now: datetime,
     window_s: float,
     site_id: str | None = None,
-    cache: CandidateCache | None = None,
+    snapshot: LiveSnapshot | None = None,
 ) -> NeighbourList:
     """`site_id` is the site asked about, if the priors are its own."""
-    everyone = cache.get(signature, window_s) if cache else None
-    if everyone is None:
-        since = now - timedelta(seconds=window_s)
-        rows = conn.execute(_CANDIDATES, {"b_signature": signature, "b_since": since}).all()
-        everyone = Candidates([r[0] for r in rows], stack_priors([r[1] for r in rows]))
-        if cache:
-            cache.put(signature, window_s, everyone)
-    excluded = set(exclude)
-    keep = [i for i, s in enumerate(everyone.site_ids) if s not in excluded]
-    ids = [everyone.site_ids[i] for i in keep]
-    matrix = everyone.priors if len(keep) == len(everyone.site_ids) else everyone.priors[keep]
-    ranked = rank_neighbours(priors, ids, matrix, k)
+    since = now - timedelta(seconds=window_s)
+    target = np.asarray(priors, dtype=np.float64)
+    if snapshot is not None:
+        ranking = snapshot.rank(signature, target, k, exclude, since.timestamp())
+    else:
+        ranking = _rank_from_database(conn, target, signature, k, exclude, since)
     details = {}
-    if ranked:
-        found = conn.execute(_DETAILS, {"b_ids": [r.site_id for r in ranked]}).mappings()
-        details = {row["id"]: row for row in found}
+    if ranking.neighbours:
+        ids = [r.site_id for r in ranking.neighbours]
+        details = {row["id"]: row for row in conn.execute(_DETAILS, {"b_ids": ids}).mappings()}
     return NeighbourList(
         site_id=site_id,
         model_signature=signature,
         k=k,
-        candidates=len(ids),
+        candidates=ranking.candidates,
         window_s=window_s,
         neighbours=[
             Neighbour(**details[r.site_id], site_id=r.site_id, divergence=r.divergence)
-            for r in ranked
+            for r in ranking.neighbours
+            if r.site_id in details  # (deregistered and deleted since the snapshot: gone)
         ],
     )
+
+
+def _rank_from_database(
+    conn: Connection,
+    target: np.ndarray,
+    signature: str,
+    k: int,
+    exclude: Sequence[str],
+    since: datetime,
+) -> Ranking:
+    rows = conn.execute(_CANDIDATES, {"b_signature": signature, "b_since": since}).all()
+    excluded = set(exclude)
+    ids = [r[0] for r in rows if r[0] not in excluded]
+    matrix = stack_priors([r[1] for r in rows if r[0] not in excluded])
+    return Ranking(rank_neighbours(target.tolist(), ids, matrix, k), len(ids))

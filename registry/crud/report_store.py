@@ -1,12 +1,19 @@
-"""Appending a report: the service's hot write path, so Core statements built once on the
+"""Appending reports: the service's hot write path, so Core statements built once on the
 tables (the ORM's unit of work, and building a statement per request, cost more than
-the SQL), and on PostgreSQL one statement, one round trip.
+the SQL).
 
-The append takes the site's next sequence number, refreshes the site's copy of its
+An append takes the site's next sequence number, refreshes the site's copy of its
 latest report (what neighbour queries read), inserts the report and drops the reports
 beyond the retention limit, atomically: on any error nothing is written.
+
+`add_reports` stores a batch in one transaction (the group-commit writer's handler: one
+commit for the batch, and on PostgreSQL three statements whatever its size);
+`add_report` stores one, and is what a batch falls back to, report by report, when it
+fails as a whole (a report id already taken, a deadlock with another server process).
 """
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 from uuid import uuid4
@@ -22,11 +29,18 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Conflict, NotFound
 from atoll.platform.service.sql import UTCDateTime
+from atoll.registry.core.report_batch import (
+    assign_seqs,
+    expiry_bounds,
+    has_repeated_ids,
+    last_of_each_site,
+    reports_per_site,
+)
 from atoll.registry.models import Report, Site
 from atoll.registry.neighbours import priors_to_bytes
 from atoll.registry.schemas import Report as ReportOut
@@ -40,7 +54,7 @@ _NEXT_SEQ = (
     update(_sites)
     .where(_sites.c.id == bindparam("site_id"), _sites.c.deregistered_at.is_(None))
     .values(
-        reports_total=_sites.c.reports_total + 1,
+        reports_total=_sites.c.reports_total + bindparam("b_count"),
         last_seen_at=bindparam("created_at"),
         model_signature=bindparam("b_signature"),
         model_version=bindparam("b_version"),
@@ -82,30 +96,155 @@ _APPEND_POSTGRESQL = text(
 )
 
 
-def add_report(
-    database: Database,
-    site_id: str,
-    data: ReportCreate,
-    priors: list[float],
-    retention: int,
-    now: datetime,
-) -> tuple[ReportOut, bool]:
-    """Stores the report (priors already normalised) and makes it the site's latest.
+# A batch's counters, on PostgreSQL: one UPDATE for every site of the batch.
+_RAISE_COUNTERS_POSTGRESQL = text(
+    """
+    UPDATE sites SET reports_total = sites.reports_total + b.n, last_seen_at = b.seen,
+        model_signature = b.signature, model_version = b.version, latest_priors = b.priors
+    FROM unnest(CAST(:ids AS text[]), CAST(:counts AS bigint[]), CAST(:seen AS timestamptz[]),
+        CAST(:signatures AS text[]), CAST(:versions AS text[]), CAST(:priors AS bytea[]))
+        AS b(id, n, seen, signature, version, priors)
+    WHERE sites.id = b.id AND sites.deregistered_at IS NULL
+    RETURNING sites.id, sites.reports_total
+    """
+)
+
+
+@dataclass(frozen=True)
+class NewReport:
+    """A report a site sent, checked (priors normalised), waiting to be stored."""
+
+    site_id: str
+    data: ReportCreate
+    priors: list[float]
+    now: datetime
+    # The client's id, or one made here once: a batch that falls back to storing its
+    # reports one by one stores them under the same ids.
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", str(self.data.id or uuid4()))
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "site_id": self.site_id,
+            "created_at": self.now,
+            "class_priors": self.priors,
+            "accuracy": self.data.accuracy,
+            "samples": self.data.samples,
+            "model_signature": self.data.model_signature,
+            "model_version": self.data.model_version,
+            "drift": self.data.drift,
+        }
+
+
+Stored = tuple[ReportOut, bool]  # the report, and whether it is new (not a replay)
+
+
+def add_reports(
+    database: Database, batch: Sequence[NewReport], retention: int
+) -> list[Stored | Exception]:
+    """Stores a batch in one transaction; each report's outcome is what `add_report` would
+    give it (a report of an unknown site fails alone). Reports of one site take sequence
+    numbers in the batch's order."""
+    values = [report.values() for report in batch]
+    if has_repeated_ids([v["id"] for v in values]):
+        return _one_by_one(database, batch, retention)
+    try:
+        with database.transaction() as conn:
+            outcomes = _store_batch(conn, database.backend, values, retention)
+    except DBAPIError:  # a report id already taken, a deadlock, ...: sort it out one by one
+        return _one_by_one(database, batch, retention)
+    return outcomes
+
+
+def _store_batch(
+    conn: Connection, backend: str, values: list[dict[str, Any]], retention: int
+) -> list[Stored | Exception]:
+    site_ids = [v["site_id"] for v in values]
+    latest = {site: values[i] for site, i in last_of_each_site(site_ids).items()}
+    counts = reports_per_site(site_ids)
+    if backend == "postgresql":
+        totals = _raise_counters_in_one_statement(conn, counts, latest)
+    else:
+        totals = _raise_counters_site_by_site(conn, counts, latest)
+    seqs = assign_seqs(site_ids, totals)
+    rows = [{**v, "seq": seq} for v, seq in zip(values, seqs, strict=True) if seq is not None]
+    if rows:
+        conn.execute(_INSERT, rows)
+    bounds = expiry_bounds(totals, retention)
+    if bounds:
+        conn.execute(_EXPIRE, [{"b_site": s, "b_upto": upto} for s, upto in bounds.items()])
+    refused = {s: _why_not(conn, s) for s in counts if s not in totals}
+    return [
+        refused[v["site_id"]] if seq is None else _new(v, seq)
+        for v, seq in zip(values, seqs, strict=True)
+    ]
+
+
+def _new(values: dict[str, Any], seq: int) -> Stored:
+    return ReportOut.model_validate({**values, "seq": seq}), True
+
+
+def _raise_counters_in_one_statement(
+    conn: Connection, counts: dict[str, int], latest: dict[str, dict[str, Any]]
+) -> dict[str, int]:
+    sites = list(counts)
+    params = {
+        "ids": sites,
+        "counts": [counts[s] for s in sites],
+        "seen": [latest[s]["created_at"] for s in sites],
+        "signatures": [latest[s]["model_signature"] for s in sites],
+        "versions": [latest[s]["model_version"] for s in sites],
+        "priors": [priors_to_bytes(latest[s]["class_priors"]) for s in sites],
+    }
+    return {row[0]: row[1] for row in conn.execute(_RAISE_COUNTERS_POSTGRESQL, params)}
+
+
+def _raise_counters_site_by_site(
+    conn: Connection, counts: dict[str, int], latest: dict[str, dict[str, Any]]
+) -> dict[str, int]:
+    totals = {}
+    for site, count in counts.items():
+        total = conn.execute(_NEXT_SEQ, _counter_params(latest[site], count)).scalar()
+        if total is not None:
+            totals[site] = total
+    return totals
+
+
+def _counter_params(values: dict[str, Any], count: int) -> dict[str, Any]:
+    return {
+        "site_id": values["site_id"],
+        "b_count": count,
+        "created_at": values["created_at"],
+        "b_signature": values["model_signature"],
+        "b_version": values["model_version"],
+        "priors_blob": priors_to_bytes(values["class_priors"]),
+    }
+
+
+def _one_by_one(
+    database: Database, batch: Sequence[NewReport], retention: int
+) -> list[Stored | Exception]:
+    outcomes: list[Stored | Exception] = []
+    for report in batch:
+        try:
+            outcomes.append(add_report(database, report, retention))
+        except Exception as e:  # this report's own answer (404, 409, 503)
+            outcomes.append(e)
+    return outcomes
+
+
+def add_report(database: Database, report: NewReport, retention: int) -> Stored:
+    """Stores one report (priors already normalised) and makes it the site's latest.
 
     Returns the report and whether it is new: a retry with a report id already stored
     returns the stored one, and a different report under that id is a conflict.
     """
-    values: dict[str, Any] = {
-        "id": str(data.id or uuid4()),
-        "site_id": site_id,
-        "created_at": now,
-        "class_priors": priors,
-        "accuracy": data.accuracy,
-        "samples": data.samples,
-        "model_signature": data.model_signature,
-        "model_version": data.model_version,
-        "drift": data.drift,
-    }
+    values = report.values()
+    site_id, priors = report.site_id, report.priors
     try:
         if database.backend == "postgresql":
             with database.reader.connect() as conn:  # autocommit: the statement commits
@@ -119,7 +258,7 @@ def add_report(
                     raise _why_not(conn, site_id)
     except IntegrityError as e:  # the report id is taken: a retry, or a clash
         return _replayed(database, values, e), False
-    return ReportOut.model_validate({**values, "seq": seq}), True
+    return _new(values, seq)
 
 
 def _append_in_one_statement(
@@ -132,16 +271,7 @@ def _append_in_one_statement(
 def _append_step_by_step(
     conn: Connection, values: dict[str, Any], priors: list[float], retention: int
 ) -> int | None:
-    seq = conn.execute(
-        _NEXT_SEQ,
-        {
-            "site_id": values["site_id"],
-            "created_at": values["created_at"],
-            "b_signature": values["model_signature"],
-            "b_version": values["model_version"],
-            "priors_blob": priors_to_bytes(priors),
-        },
-    ).scalar()
+    seq = conn.execute(_NEXT_SEQ, _counter_params(values, 1)).scalar()
     if seq is None:
         return None
     conn.execute(_INSERT, {**values, "seq": seq})

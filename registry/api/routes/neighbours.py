@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from atoll.platform.service.deps import DatabaseDep
 from atoll.platform.service.errors import Invalid
-from atoll.registry.api.deps import CallerDep, CandidateCacheDep, Now, SettingsDep
+from atoll.registry.api.deps import CallerDep, Now, SettingsDep, SnapshotDep
 from atoll.registry.api.routes import V1, SiteId, checked_priors, errors
 from atoll.registry.crud import neighbours
 from atoll.registry.schemas import NeighbourList, NeighbourParams, NeighbourQuery
@@ -32,7 +32,7 @@ def site_neighbours(
     settings: SettingsDep,
     now: Now,
     params: Annotated[NeighbourParams, Query()],
-    cache: CandidateCacheDep,
+    snapshot: SnapshotDep,
 ) -> NeighbourList:
     """Ranks by Jensen-Shannon divergence between the site's latest priors and each
     candidate's. Candidates: other registered sites, seen within `window_s` (by default
@@ -41,7 +41,7 @@ def site_neighbours(
     limit = _checked_k(params.k, settings.max_neighbours, "query")
     window_s = params.window_s or settings.liveness_window_s
     with database.reader.connect() as conn:
-        return neighbours.neighbours_of_site(conn, str(site_id), limit, now, window_s, cache)
+        return neighbours.neighbours_of_site(conn, str(site_id), limit, now, window_s, snapshot)
 
 
 @router.post("/neighbours", responses=errors(413), summary="Neighbours for given priors")
@@ -51,7 +51,7 @@ def neighbours_for_priors(
     database: DatabaseDep,
     settings: SettingsDep,
     now: Now,
-    cache: CandidateCacheDep,
+    snapshot: SnapshotDep,
 ) -> NeighbourList:
     """For a site that has not reported yet: rank the live sites with `model_signature`
     against `class_priors` given here. Writes nothing."""
@@ -61,5 +61,5 @@ def neighbours_for_priors(
     with database.reader.connect() as conn:
         window = settings.liveness_window_s
         return neighbours.rank(
-            conn, priors, body.model_signature, k, exclude, now, window, cache=cache
+            conn, priors, body.model_signature, k, exclude, now, window, snapshot=snapshot
         )

@@ -4,11 +4,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from atoll.platform.service.deps import DatabaseDep, ReadSession
-from atoll.registry.api.deps import CallerDep, Now, SettingsDep
+from atoll.platform.service.deps import ReadSession
+from atoll.registry.api.deps import CallerDep, Now, ReportWriterDep, SettingsDep
 from atoll.registry.api.routes import V1, SiteId, checked_priors, created_or_replayed, errors
 from atoll.registry.core.metrics import REPORTS
-from atoll.registry.crud import report_store, reports, sites
+from atoll.registry.crud import reports, sites
+from atoll.registry.crud.report_store import NewReport
 from atoll.registry.schemas import PageQuery, Report, ReportCreate, ReportPage
 
 router = APIRouter(prefix=V1 + "/sites/{site_id}/reports", tags=["reports"])
@@ -20,22 +21,21 @@ router = APIRouter(prefix=V1 + "/sites/{site_id}/reports", tags=["reports"])
     responses=created_or_replayed(Report, "report", 403, 404, 409, 413),
     summary="Append a report (the site itself)",
 )
-def add_report(
+async def add_report(
     site_id: SiteId,
     body: ReportCreate,
     caller: CallerDep,
-    database: DatabaseDep,
+    writer: ReportWriterDep,
     settings: SettingsDep,
     now: Now,
     response: Response,
 ) -> Report:
     """Priors are normalised; the report becomes the site's latest and counts as a sign of life.
-    Beyond the retention limit the oldest reports are dropped."""
+    Beyond the retention limit the oldest reports are dropped. The answer comes once the
+    report is committed (with others that arrived meanwhile: group commit)."""
     caller.ensure_may_write(str(site_id))
     priors = checked_priors(body.class_priors, settings.max_classes)
-    report, created = report_store.add_report(
-        database, str(site_id), body, priors, settings.report_retention, now
-    )
+    report, created = await writer.submit(NewReport(str(site_id), body, priors, now))
     if created:
         REPORTS.inc()
     else:

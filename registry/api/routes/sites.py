@@ -5,7 +5,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 
 from atoll.platform.service.deps import ReadSession, WriteSession
-from atoll.registry.api.deps import AdminDep, CallerDep, Now, SettingsDep, TokenCacheDep
+from atoll.registry.api.deps import (
+    AdminDep,
+    CallerDep,
+    Now,
+    SettingsDep,
+    SnapshotDep,
+    TokenCacheDep,
+)
 from atoll.registry.api.routes import V1, SiteId, errors
 from atoll.registry.crud import sites
 from atoll.registry.schemas import Site, SiteCreate, SiteCreated, SiteFilters, SitePage, SiteUpdate
@@ -71,10 +78,17 @@ def update_site(
     "/{site_id}/heartbeat", responses=errors(403, 404, 409), summary="Say the site is alive"
 )
 def heartbeat(
-    site_id: SiteId, caller: CallerDep, session: WriteSession, settings: SettingsDep, now: Now
+    site_id: SiteId,
+    caller: CallerDep,
+    session: WriteSession,
+    settings: SettingsDep,
+    now: Now,
+    snapshot: SnapshotDep,
 ) -> Site:
     caller.ensure_may_write(str(site_id))
     site = sites.heartbeat(session, sites.registered_site(session, str(site_id)), now)
+    if snapshot is not None:
+        snapshot.seen(site.id, now.timestamp())
     return sites.site_out(site, now, settings.liveness_window_s)
 
 
@@ -86,10 +100,13 @@ def deregister_site(
     settings: SettingsDep,
     now: Now,
     token_cache: TokenCacheDep,
+    snapshot: SnapshotDep,
 ) -> Site:
     """Revokes its tokens and takes it out of neighbour answers; its records stay readable.
     Deregistering twice is not an error."""
     caller.ensure_may_write(str(site_id))
     site = sites.deregister(session, sites.get_site(session, str(site_id)), now)
     token_cache.forget_site(site.id)
+    if snapshot is not None:
+        snapshot.forget(site.id)
     return sites.site_out(site, now, settings.liveness_window_s)

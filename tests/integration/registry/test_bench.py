@@ -1,9 +1,11 @@
 """`atoll bench registry`, scaled down: it seeds, measures, and writes its JSON."""
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
+from integration.registry.service import ADMIN, Registry
 from rich.console import Console
 
 from atoll.bench import registry as scenario
@@ -37,3 +39,18 @@ def test_the_registry_benchmark_runs_end_to_end(
     assert all(r["p50_ms"] <= r["p99_ms"] for r in rows)
     assert rows[2]["server_cpu_ms_per_request"] > 0  # CPU time counts in 10 ms ticks
     assert json.loads(out.read_text())["rows"] == rows
+
+
+def test_the_load_generator_runs_where_an_event_loop_already_runs(registry: Registry) -> None:
+    """As in a pytest worker after Playwright's sync API: `drive` is called from a thread
+    whose event loop is running, and still measures every request."""
+    requests: list[scenario.Request] = [("GET", "/v1/sites?limit=1", ADMIN, None)] * 12
+
+    async def inside_a_running_loop() -> scenario.Measurement:
+        return scenario.drive(registry.url, requests, concurrency=3)
+
+    measurement = asyncio.run(inside_a_running_loop())
+    assert measurement.errors == []
+    assert len(measurement.latencies_s) == 12
+    assert all(latency > 0 for latency in measurement.latencies_s)
+    assert measurement.elapsed_s >= max(measurement.latencies_s)

@@ -1,9 +1,17 @@
 """Neighbours: live sites with the same model signature, ranked by Jensen-Shannon divergence."""
 
-import pytest
-from integration.registry.service import SIGNATURE, Registry
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
 
-from atoll.registry.client import RegistryError
+import pytest
+from integration.registry.service import ADMIN, LIMITS, SIGNATURE, DatabaseFactory, Registry
+from sqlalchemy import text
+
+from atoll.localstack.registry import ServerProcess
+from atoll.platform.service.database import make_engine
+from atoll.platform.service.sql import utcnow
+from atoll.registry.client import RegistryClient, RegistryError
 from atoll.registry.neighbours import js_divergence
 
 pytestmark = pytest.mark.integration
@@ -89,3 +97,62 @@ def test_k_is_bounded_by_the_configured_maximum(registry: Registry) -> None:
     schema = registry.raw("GET", "/openapi.json").json()
     query = schema["paths"]["/v1/sites/{site_id}/neighbours"]["get"]["parameters"]
     assert next(p for p in query if p["name"] == "k")["schema"]["maximum"] == 50
+
+
+def test_the_in_memory_snapshot_answers_as_the_database_does(
+    fresh_database: DatabaseFactory, tmp_path: Path
+) -> None:
+    """Two server processes on one database, each keeping the snapshot: one's own reports
+    count at once, the other's (and changes made in the database) once it reloads."""
+    env = {**LIMITS, "ATOLL_NEIGHBOUR_CACHE_S": "0.3"}
+    with (
+        fresh_database() as url,
+        ServerProcess(url, ADMIN, tmp_path / "one", env=env) as one,
+        ServerProcess(url, ADMIN, tmp_path / "two", env=env) as two,
+        RegistryClient(one.url, ADMIN) as admin,
+        RegistryClient(two.url, ADMIN) as admin_two,
+    ):
+        sites = {}
+        for name, priors in {"me": [8, 1, 1], "near": [7, 2, 1], "mid": [4, 4, 2]}.items():
+            sites[name] = admin.register_site(name, "r")
+            admin.report(sites[name].id, priors, 0.8, 10, SIGNATURE, "1")
+        gone = admin.register_site("gone", "r")
+        admin.report(gone.id, [8, 1, 1], 0.8, 10, SIGNATURE, "1")
+        admin.deregister_site(gone.id)
+        me = sites["me"].id
+
+        answer = admin.neighbours(me, k=5)  # at once: no reload in between
+        assert [n.name for n in answer.neighbours] == ["near", "mid"]
+        assert answer.candidates == 2
+        expected = js_divergence([0.8, 0.1, 0.1], [0.7, 0.2, 0.1])
+        assert answer.neighbours[0].divergence == pytest.approx(expected, abs=1e-9)
+
+        far = admin_two.register_site("far", "r")
+        admin_two.report(far.id, [0, 1, 9], 0.8, 10, SIGNATURE, "1")
+        admin_two.report(sites["near"].id, [0, 1, 9], 0.8, 10, SIGNATURE, "2")  # near moves
+        time.sleep(1.0)  # a few reloads
+        names = [n.name for n in admin.neighbours(me, k=5).neighbours]
+        assert names[0] == "mid" and set(names[1:]) == {"near", "far"}  # equal priors: a tie
+        answer = admin.neighbours(me, k=5)
+        assert {n.name: n.model_version for n in answer.neighbours}["near"] == "2"
+
+        engine = make_engine(url, pool_size=1)
+        try:
+            with engine.begin() as conn:  # mid goes quiet, as if an hour had passed
+                conn.execute(
+                    text("UPDATE sites SET last_seen_at = :t WHERE id = :id"),
+                    {"t": _an_hour_ago(engine.dialect.name), "id": str(sites["mid"].id)},
+                )
+        finally:
+            engine.dispose()
+        time.sleep(1.0)
+        assert "mid" not in {n.name for n in admin.neighbours(me, k=5).neighbours}
+        assert admin.neighbours(me, k=5).candidates == 2
+        wide = admin.neighbours(me, k=5, window_s=7200)
+        assert {n.name for n in wide.neighbours} == {"mid", "near", "far"}
+        assert admin_two.neighbours(me, k=5).candidates == 2  # the other process agrees
+
+
+def _an_hour_ago(dialect: str) -> datetime:
+    when = utcnow() - timedelta(hours=1)
+    return when.replace(tzinfo=None) if dialect == "sqlite" else when
