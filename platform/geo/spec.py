@@ -20,6 +20,28 @@ class GeoSpec(BaseModel):
 
     policy: PolicyName = "asp"
     # asp
+    exchange: Literal["tracking", "release"] = Field(
+        "tracking",
+        description="asp: every site tracks every site's step and applies all every clock "
+        "(tracking), or sends significant accumulated updates and zeroes them (release, Gaia)",
+    )
+    density: float = Field(
+        0.006,
+        gt=0,
+        le=1,
+        description="tracking asp: most elements of its step's change a site sends per clock "
+        "(a share); the share sent follows the links' measured backlog up to this",
+    )
+    decay: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="tracking asp: how much of a site's estimated step carries over to the "
+        "next clock until refreshed (1 keeps it; 0 sends positions only)",
+    )
+    density_floor: float = Field(
+        0.001, gt=0, le=1, description="tracking asp: the share sent at the start and at least"
+    )
     threshold: float = Field(0.01, ge=0, description="significance threshold v0 (0.01 = 1%)")
     threshold_schedule: ScheduleKind = "constant"
     budget_mbps: float | None = Field(
@@ -62,6 +84,13 @@ class GeoSpec(BaseModel):
 
     @property
     def label(self) -> str:
+        if self.policy == "asp" and self.exchange == "tracking":
+            label = f"asp tracking {self.density:.1%}"
+            if self.value_type != "float16":
+                label += f" {self.value_type}"
+            if self.lookahead:
+                label += f" lookahead {self.lookahead:g}"
+            return f"{label} DS={self.staleness}"
         if self.policy == "asp":
             label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"
             if self.value_type != "float16":
