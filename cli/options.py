@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from atoll.platform.data.names import DatasetName
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.spec import GeoSpec, PolicyName, ScheduleKind, ValueType
+from atoll.platform.geo.spec import Exchange, GeoSpec, PolicyName, ScheduleKind, ValueType
 from atoll.platform.model.names import ModelName
 from atoll.platform.model.optim import OptimizerName, OptimizerSpec
 
@@ -96,8 +96,27 @@ JOB_OPTIONS: dict[str, JobOption] = {
         "eval_samples", int, "Test images per periodic evaluation.", TRAINING_PANEL, {"min": 1}
     ),
     "geo": JobOption("geo.policy", PolicyName, "Geo policy between sites.", GEO_PANEL),
+    "exchange": JobOption(
+        "geo.exchange",
+        Exchange,
+        "asp: tracking (every site's estimated step applied every clock) or release "
+        "(Gaia: significant accumulated updates, sent and zeroed).",
+        GEO_PANEL,
+    ),
+    "density": JobOption(
+        "geo.density",
+        float,
+        "tracking asp: most of its elements a site sends per clock (0.006 = 0.6%); the "
+        "share sent follows the links' measured backlog up to this.",
+        GEO_PANEL,
+        {"min": 0, "max": 1},
+    ),
     "threshold": JobOption(
-        "geo.threshold", float, "asp: significance threshold (0.01 = 1%).", GEO_PANEL, {"min": 0}
+        "geo.threshold",
+        float,
+        "release asp: significance threshold (0.01 = 1%).",
+        GEO_PANEL,
+        {"min": 0},
     ),
     "threshold_schedule": JobOption(
         "geo.threshold_schedule", ScheduleKind, "asp: how the threshold decays.", GEO_PANEL

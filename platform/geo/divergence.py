@@ -1,8 +1,10 @@
 """Notices when training has diverged, so no run goes on silently from a broken model.
 
 A run has diverged when its loss is not a finite number, or when the loss, smoothed
-over a few clocks, has grown past `factor` times the smallest smoothed loss seen
-(after a warm-up, so the noisy first clocks set no baseline). Pure: the runtime feeds
+over a few clocks, has grown past `factor` times the smallest smoothed loss seen and
+above where it started (the smoothed loss at the end of a warm-up): a trained model's
+loss may triple from a very low value on a noisy batch, but a diverged one ends up
+worse than untrained. Pure: the runtime feeds
 it each clock's loss and acts on the verdict (stops the run, says why).
 """
 
@@ -24,6 +26,7 @@ class DivergenceGuard:
     smoothing: float = 0.2  # weight of the newest loss in the smoothed one
     smoothed: float | None = None
     best: float = math.inf
+    start: float = math.inf  # the smoothed loss after the warm-up
     clocks: int = 0
 
     def __post_init__(self) -> None:
@@ -39,8 +42,10 @@ class DivergenceGuard:
         self.smoothed = loss if self.smoothed is None else a * loss + (1 - a) * self.smoothed
         if self.clocks < self.warmup:
             return None
+        if self.clocks == self.warmup:
+            self.start = self.smoothed
         self.best = min(self.best, self.smoothed)
-        if self.smoothed > self.factor * self.best:
+        if self.smoothed > self.factor * self.best and self.smoothed > self.start:
             return Diverged(
                 clock,
                 loss,

@@ -13,6 +13,8 @@ POLICIES: tuple[str, ...] = get_args(PolicyName)
 # How asp's threshold decays, and the precision of the values it sends.
 ScheduleKind = Literal["constant", "inverse-sqrt", "lr"]
 ValueType = Literal["float32", "float16", "int8"]
+# How asp shares each site's steps: tracked estimates, or Gaia's release-and-zero.
+Exchange = Literal["tracking", "release"]
 
 
 class GeoSpec(BaseModel):
@@ -20,7 +22,7 @@ class GeoSpec(BaseModel):
 
     policy: PolicyName = "asp"
     # asp
-    exchange: Literal["tracking", "release"] = Field(
+    exchange: Exchange = Field(
         "tracking",
         description="asp: every site tracks every site's step and applies all every clock "
         "(tracking), or sends significant accumulated updates and zeroes them (release, Gaia)",

@@ -23,6 +23,7 @@ def first_verdict(losses: list[float]) -> tuple[int, str] | None:
         ([2.3, 2.0, math.nan], 2, "loss is nan"),  # before the warm-up too
         ([2.3, math.inf], 1, "loss is inf"),
         ([2.3, 1.0, 0.5, 0.5, 0.5, 5.0, 10.0], 5, "loss blew up at clock 5"),
+        ([2.3, 1.0, 0.1, 0.02, 0.02, 0.3, 0.3], None, None),  # 0.02 to 0.3: noise, not a blow-up
         ([2.3, 1.0, 0.5, 0.5, 1.2, 1.2, 1.2], None, None),  # worse, not blown up
         ([9.0, 9.0, 9.0], None, None),  # a high start is no blow-up
     ],
