@@ -57,6 +57,13 @@ def geo(
         typer.Option(help="Run only the policies whose label contains this (and lan, bsp)."),
     ] = None,
     clocks: Annotated[int | None, typer.Option(min=1, help="Clocks per run (screening).")] = None,
+    small: Annotated[
+        bool,
+        typer.Option(
+            help="Digits (53 k parameters) instead of Fashion-MNIST: the same "
+            "scenarios for a machine that cannot run the full plan."
+        ),
+    ] = False,
 ) -> None:
     """Geo tier: every policy against lan and bsp, in the simulator, per scenario."""
     from atoll.bench import geo as scenario
@@ -65,7 +72,7 @@ def geo(
         raise typer.BadParameter(f"no plan {plan!r}; choose from {', '.join(scenario.PLANS)}")
     scenario.run(
         quick, out, jobs, compute_profile, seeds=seeds, plan_name=None if quick else plan,
-        only=tuple(only or ()), clocks=clocks,
+        only=tuple(only or ()), clocks=clocks, small=small,
     )  # fmt: skip
 
 

@@ -20,8 +20,8 @@ def build_policy(
     start_s: float = 0.0,
 ) -> GeoPolicy:
     """Site `site` of `sites`, owning `params` (the slice that starts at `offset`)."""
+    floor = min(spec.density_floor, spec.density)
     if spec.policy == "asp" and spec.exchange == "tracking":
-        floor = min(spec.density_floor, spec.density)
         return TrackingSync(
             site,
             sites,
@@ -38,6 +38,8 @@ def build_policy(
         )
     if spec.policy == "asp":
         adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None
+        capped = spec.density < 1  # at most that share per clock, following the links
+        budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s) if capped else None
         return ApproximateSync(
             site,
             sites,
@@ -52,6 +54,7 @@ def build_policy(
             final=spec.final,
             congestion_s=spec.congestion_s,
             lookahead=spec.lookahead,
+            budget=budget,
         )
     if spec.policy in ("bsp", "lan"):
         return RoundSync(site, sites, params, offset, name=spec.policy, period=1)

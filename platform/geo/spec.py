@@ -31,8 +31,8 @@ class GeoSpec(BaseModel):
         0.006,
         gt=0,
         le=1,
-        description="tracking asp: most elements of its step's change a site sends per clock "
-        "(a share); the share sent follows the links' measured backlog up to this",
+        description="asp: most elements a site sends per clock (a share; 1 = no cap); the "
+        "share follows the links' measured backlog up to this, from density_floor",
     )
     decay: float = Field(
         0.9,
@@ -42,7 +42,7 @@ class GeoSpec(BaseModel):
         "next clock until refreshed (1 keeps it; 0 sends positions only)",
     )
     density_floor: float = Field(
-        0.001, gt=0, le=1, description="tracking asp: the share sent at the start and at least"
+        0.001, gt=0, le=1, description="asp: the share sent at the start and at least"
     )
     threshold: float = Field(0.01, ge=0, description="significance threshold v0 (0.01 = 1%)")
     threshold_schedule: ScheduleKind = "constant"
@@ -95,6 +95,8 @@ class GeoSpec(BaseModel):
             return f"{label} DS={self.staleness}"
         if self.policy == "asp":
             label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"
+            if self.density < 1:
+                label += f" cap {self.density:.1%}"
             if self.value_type != "float16":
                 label += f" {self.value_type}"
             if self.lookahead:

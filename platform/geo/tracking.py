@@ -48,10 +48,10 @@ class TrackingSync(ApproximateSync):
         decay: float = 0.9,
         **asp: Any,
     ) -> None:
-        super().__init__(site, sites, params, offset, **asp)
+        super().__init__(site, sites, params, offset, budget=budget, **asp)
         if not 0 <= decay <= 1:
             raise ValueError(f"velocity decay must be in [0, 1], got {decay}")
-        self.budget = budget
+        self.budget: LinkBudget = budget
         self.decay = decay
         self.estimates = torch.zeros(sites, len(params))  # row s: site s's step per clock
         self.velocity = torch.zeros(len(params))  # their sum: the replica's step per clock
@@ -179,7 +179,5 @@ class TrackingSync(ApproximateSync):
     def stats(self) -> dict[str, Any]:
         return {
             **super().stats(),
-            "link_share": self.budget.share,
-            "congested_clocks": self.budget.congested_clocks,
             "mean_catch_up_clocks": self.caught_up_clocks / max(self.updates_received, 1),
         }

@@ -62,12 +62,16 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
     [
         (GeoSpec(policy="asp"), "asp tracking 0.6% DS=1"),
         (GeoSpec(policy="asp", density=0.01, lookahead=1), "asp tracking 1.0% lookahead 1 DS=1"),
-        (GeoSpec(exchange="release"), "asp v=1%"),
-        (GeoSpec(exchange="release", threshold=0.05, value_type="int8"), "asp v=5% int8"),
-        (GeoSpec(exchange="release", staleness=0, budget_mbps=10), "asp adaptive DS=0"),
+        (GeoSpec(exchange="release", density=1), "asp v=1%"),
+        (GeoSpec(exchange="release"), "asp v=1% cap 0.6%"),
+        (
+            GeoSpec(exchange="release", threshold=0.05, value_type="int8", density=1),
+            "asp v=5% int8",
+        ),
+        (GeoSpec(exchange="release", staleness=0, budget_mbps=10, density=1), "asp adaptive DS=0"),
         (GeoSpec(policy="diloco", period=5), "diloco H=5"),
     ],
-    ids=["default", "tracking", "release", "int8", "adaptive-ds0", "diloco"],
+    ids=["default", "tracking", "release", "capped", "int8", "adaptive-ds0", "diloco"],
 )
 def test_a_policy_label_names_what_differs_from_the_defaults(spec: GeoSpec, label: str) -> None:
     assert spec.label == label

@@ -395,3 +395,18 @@ def test_a_restarted_tracking_site_gets_a_snapshot_and_each_mirrors_estimate() -
     assert torch.equal(fresh.estimates[0], policies[0].estimates[0])  # type: ignore[attr-defined]
     assert not policies[0].estimates[1].any()  # type: ignore[attr-defined]
     assert fresh.before_clock(0.0) is PROCEED
+
+
+def test_a_capped_release_sends_no_more_than_the_links_share() -> None:
+    params = replicas(2)
+    spec = GeoSpec(exchange="release", threshold=0.0, density=0.2, density_floor=0.1)
+    policy = build_policy(spec, 0, 2, params[0])
+    generator = torch.Generator().manual_seed(4)
+    sent = []
+    for backlog in (0.0, 0.0, 0.0, 1.0):
+        policy.link_backlog(1, backlog)
+        *_, update = policy.after_clock(local_step(policy, generator), 0.0)  # after notices
+        assert update.message.kind == Kind.UPDATE and update.message.indices is not None
+        sent.append(len(update.message.indices))
+    assert sent == [5, 6, 8, 5]  # 10% of 50 at first, 1.25x a clock, halved when backed up
+    assert policy.stats()["congested_clocks"] == 1
