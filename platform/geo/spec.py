@@ -23,7 +23,7 @@ class GeoSpec(BaseModel):
     policy: PolicyName = "asp"
     # asp
     exchange: Exchange = Field(
-        "tracking",
+        "release",
         description="asp: every site tracks every site's step and applies all every clock "
         "(tracking), or sends significant accumulated updates and zeroes them (release, Gaia)",
     )
@@ -49,7 +49,7 @@ class GeoSpec(BaseModel):
     budget_mbps: float | None = Field(
         None, gt=0, description="adaptive threshold: keep each site's WAN egress near this"
     )
-    staleness: int = Field(1, ge=0, description="mirror clock bound DS")
+    staleness: int = Field(4, ge=0, description="mirror clock bound DS")
     lease_s: float = Field(
         10.0, gt=0, description="a mirror silent this long stops holding others back"
     )
@@ -60,7 +60,7 @@ class GeoSpec(BaseModel):
         "staleness add (1 - (1 - momentum) * (1 + DS))",
     )
     lookahead: float = Field(
-        0.0,
+        0.5,
         ge=0,
         le=2,
         description="asp: take each gradient this share of the way towards where the "
