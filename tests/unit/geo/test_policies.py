@@ -334,7 +334,9 @@ def run_tracking(
     return params, start + total, policies, net
 
 
-DENSE_TRACKING = GeoSpec(density=1.0, density_floor=1.0, value_type="float32", staleness=9)
+DENSE_TRACKING = GeoSpec(
+    exchange="tracking", density=1.0, density_floor=1.0, value_type="float32", staleness=9
+)
 
 
 @pytest.mark.parametrize("deliver_every", [1, 3])
@@ -350,7 +352,7 @@ def test_dense_tracking_puts_every_replica_where_all_steps_lead_once_all_arrived
 
 @pytest.mark.parametrize("deliver_every", [1, 4])
 def test_sparse_tracking_keeps_replicas_equal_once_all_arrived(deliver_every: int) -> None:
-    spec = GeoSpec(density=0.1, density_floor=0.1, staleness=9)
+    spec = GeoSpec(exchange="tracking", density=0.1, density_floor=0.1, staleness=9)
     params, expected, policies, net = run_tracking(spec, clocks=8, deliver_every=deliver_every)
     for p in params[1:]:
         torch.testing.assert_close(p, params[0])
@@ -362,7 +364,9 @@ def test_sparse_tracking_keeps_replicas_equal_once_all_arrived(deliver_every: in
 
 def test_tracking_starts_small_and_sends_less_when_a_link_backs_up() -> None:
     params = replicas(2)
-    policy = build_policy(GeoSpec(density=0.2, density_floor=0.04), 0, 2, params[0])
+    policy = build_policy(
+        GeoSpec(exchange="tracking", density=0.2, density_floor=0.04), 0, 2, params[0]
+    )
     generator = torch.Generator().manual_seed(2)
     sent = []
     for backlog in (0.0, 0.0, 0.0, 0.0, 1.0):
@@ -383,7 +387,7 @@ def test_tracking_looks_ahead_by_the_estimated_global_velocity() -> None:
 
 
 def test_a_restarted_tracking_site_gets_a_snapshot_and_each_mirrors_estimate() -> None:
-    spec = GeoSpec(density=0.1, density_floor=0.1, staleness=9)
+    spec = GeoSpec(exchange="tracking", density=0.1, density_floor=0.1, staleness=9)
     params, _, policies, _ = run_tracking(spec, clocks=4, deliver_every=1, sites=2)
     fresh = build_policy(spec, 1, 2, torch.zeros(SIZE))
     hello = fresh.rejoin()
