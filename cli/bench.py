@@ -35,9 +35,12 @@ def geo(
     ),
     jobs: Annotated[int, typer.Option(min=1, help="Simulations run in parallel.")] = 2,
     compute_profile: Annotated[
-        str,
-        typer.Option(help="measured (here, once, for every run), seconds per clock, or a .json"),
-    ] = "measured",
+        str | None,
+        typer.Option(
+            help="measured (here, once, for every run), seconds per clock, or a .json; "
+            "default: the plan's (0.05 s per clock for bar and ablation)"
+        ),
+    ] = None,
     seeds: Annotated[
         int,
         typer.Option(
@@ -46,11 +49,35 @@ def geo(
             "every seed reached it.",
         ),
     ] = 1,
+    plan: Annotated[
+        str,
+        typer.Option(
+            help="bar: gaia-11, Dirichlet(0.5) and IID, judged against issue 17's bar; "
+            "ablation: {dense, filtered} x {no delay, gaia-11 delay}"
+        ),
+    ] = "bar",
+    only: Annotated[
+        list[str] | None,
+        typer.Option(help="Run only the policies whose label contains this (and lan, bsp)."),
+    ] = None,
+    clocks: Annotated[int | None, typer.Option(min=1, help="Clocks per run (screening).")] = None,
+    small: Annotated[
+        bool,
+        typer.Option(
+            help="Digits (53 k parameters) instead of Fashion-MNIST: the same "
+            "scenarios for a machine that cannot run the full plan."
+        ),
+    ] = False,
 ) -> None:
     """Geo tier: every policy against lan and bsp, in the simulator, per scenario."""
     from atoll.bench import geo as scenario
 
-    scenario.run(quick, out, jobs, compute_profile, seeds=seeds)
+    if plan not in scenario.PLANS:
+        raise typer.BadParameter(f"no plan {plan!r}; choose from {', '.join(scenario.PLANS)}")
+    scenario.run(
+        quick, out, jobs, compute_profile, seeds=seeds, plan_name=None if quick else plan,
+        only=tuple(only or ()), clocks=clocks, small=small,
+    )  # fmt: skip
 
 
 @app.command("fidelity")

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from atoll.platform.data.names import DatasetName
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.spec import GeoSpec, PolicyName, ScheduleKind, ValueType
+from atoll.platform.geo.spec import Exchange, GeoSpec, PolicyName, ScheduleKind, ValueType
 from atoll.platform.model.names import ModelName
 from atoll.platform.model.optim import OptimizerName, OptimizerSpec
 
@@ -80,9 +80,25 @@ JOB_OPTIONS: dict[str, JobOption] = {
     "eval_every": _training("eval_every", int, "Clocks between test evaluations.", min=1),
     "eval_samples": _training("eval_samples", int, "Test images per periodic evaluation.", min=1),
     "geo": _geo("geo.policy", PolicyName, "Geo policy between sites."),
-    "threshold": _geo("geo.threshold", float, "asp: significance threshold (0.01 = 1%).", min=0),
+    "threshold": _geo(
+        "geo.threshold", float, "release asp: significance threshold (0.01 = 1%).", min=0
+    ),
     "threshold_schedule": _geo(
         "geo.threshold_schedule", ScheduleKind, "asp: how the threshold decays."
+    ),
+    "exchange": _geo(
+        "geo.exchange",
+        Exchange,
+        "asp: tracking (every site's estimated step applied every clock) or release "
+        "(Gaia: significant accumulated updates, sent and zeroed).",
+    ),
+    "density": _geo(
+        "geo.density",
+        float,
+        "tracking asp: most of its elements a site sends per clock (0.006 = 0.6%); the "
+        "share sent follows the links' measured backlog up to this.",
+        min=0,
+        max=1,
     ),
     "budget_mbps": _geo(
         "geo.budget_mbps",

@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from atoll.cli import options as o
 from atoll.cli.jobfile import resolve_job
-from atoll.platform.core.events import SimEvent, TimelinePoint
+from atoll.platform.core.events import SimDiverged, SimEvent, TimelinePoint
 
 
 @o.with_job_options()
@@ -58,6 +58,8 @@ def sim(
                     f"t={event.time_s:.1f} s virtual"
                 )
                 progress.update(task, completed=event.clock, note=note)
+            elif isinstance(event, SimDiverged):
+                console.print(f"[red]diverged at {event.site}: {event.reason}; stopping")
 
         summary = GeoSimulation(spec, compute_profile, on_event=record).run()
     title = f"{summary['policy']} on {spec.topology}, {spec.partition}"
@@ -70,6 +72,8 @@ def sim(
         if spec.target_accuracy
         else "no target set"
     )
+    if summary["diverged"]:
+        print(f"DIVERGED: {summary['diverged']['site']}: {summary['diverged']['reason']}")
     print(
         f"{summary['policy']}: final accuracy {summary['final_accuracy']:.4f} "
         f"(min site {summary['min_site_accuracy']:.4f}) | {reached} | "

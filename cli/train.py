@@ -36,7 +36,8 @@ GEO_RUN_PANEL = "Geo job only (--job, or --sites N > 1)"
 SITE_PANEL = "One site only (no --job, --sites 1)"
 # Job options that apply to a geo job only; `train` refuses them for one site.
 GEO_ONLY = (
-    "topology", "partition", "target_accuracy", "stop_at_target", "geo", "threshold",
+    "topology", "partition", "target_accuracy", "stop_at_target", "geo", "exchange", "density",
+    "threshold",
     "threshold_schedule", "budget_mbps", "staleness", "values", "lookahead", "period",
 )  # fmt: skip
 

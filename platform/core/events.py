@@ -219,6 +219,16 @@ class SimSiteDone(EventModel):
     time_s: float
 
 
+class SimDiverged(EventModel):
+    """A site's training diverged (loss blew up or is not a number): the run stops."""
+
+    kind: Literal["diverged"] = "diverged"
+    site: str
+    clock: int
+    loss: float
+    reason: str
+
+
 class TimelinePoint(EventModel):
     """Every site has reported its accuracy at `clock`."""
 
@@ -246,7 +256,7 @@ RankEvent = (
 SiteEvent = RankEvent | TrainingFailed  # a site's log
 RankMessage = RankEvent | RankFailed | RankStats  # from a rank to its site's parent
 LaunchEvent = SiteLaunched | SiteDied | SiteAbandoned | SiteProgressed
-SimEvent = SimSiteDone | TimelinePoint
+SimEvent = SimSiteDone | SimDiverged | TimelinePoint
 RunEvent = SiteEvent | RankFailed | RankStats | LaunchEvent | SimEvent
 
 _ANY_EVENT: TypeAdapter[RunEvent] = TypeAdapter(Annotated[RunEvent, Field(discriminator="kind")])

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import torch
 
+from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.messages import (
     BROADCAST,
     GeoMessage,
@@ -58,8 +59,10 @@ class ApproximateSync(GeoPolicy):
         congestion_s: float = 0.05,
         final: Literal["average", "flush"] = "average",
         lookahead: float = 0.0,
+        budget: LinkBudget | None = None,
     ) -> None:
         super().__init__(site, sites, params, offset)
+        self.budget = budget  # caps what goes out per clock by the links' measured backlog
         self.filter = SignificanceFilter(len(params), schedule or ThresholdSchedule(), adaptive)
         self.mirror_clock = MirrorClock(site, sites, staleness, lease_s, start_s)
         self.barrier = SelectiveBarrier()
@@ -107,7 +110,12 @@ class ApproximateSync(GeoPolicy):
         self.filter.accumulate(delta)
         if self.lookahead_gain:
             self._last_step = delta.clone()
-        selection = self.filter.select(self.params, self.clock, lr_ratio)
+        limit = None
+        if self.budget is not None:
+            if self.clock > 1:  # the first clock sends the floor's share
+                self.budget.observe(max((self.backlog_s[m] for m in self.mirrors), default=0.0))
+            limit = self.budget.elements(len(self.params))
+        selection = self.filter.select(self.params, self.clock, lr_ratio, limit)
         if not len(selection):
             return [Outbound(BROADCAST, self._message(Kind.CLOCK), Lane.CONTROL)]
         values, scale = quantize(selection.values, self.value_type)
@@ -231,6 +239,8 @@ class ApproximateSync(GeoPolicy):
         return {
             **super().stats(),
             "threshold": self.filter.threshold,
+            "link_share": self.budget.share if self.budget else None,
+            "congested_clocks": self.budget.congested_clocks if self.budget else 0,
             "sent_elements": self.sent_elements,
             "applied_elements": self.applied_elements,
             "pending_accumulator_l1": float(self.filter.accumulator.abs().sum()),

@@ -46,6 +46,9 @@ class GeoJob(BaseModel):
     eval_every: int = Field(10, ge=1, description="clocks between test evaluations")
     eval_samples: int = Field(2000, ge=1, description="test images per periodic evaluation")
     seed: int = 0
+    lan_links: bool = Field(
+        False, description="carry every policy's traffic over LAN links (ablations: no delay)"
+    )
 
     @property
     def expected_schema(self) -> DataSchema:
@@ -62,7 +65,8 @@ class GeoJob(BaseModel):
         replica instead, so the optimizer keeps its momentum.
         """
         geo, optimizer = self.geo, self.optimizer
-        compensate = geo.compensate_momentum and not geo.lookahead
+        # Tracking applies every site's step every clock: no late updates to compensate.
+        compensate = geo.compensate_momentum and not geo.lookahead and geo.exchange == "release"
         if geo.policy != "asp" or not compensate or optimizer.name != "sgd":
             return optimizer
         momentum = max(0.0, 1 - (1 - optimizer.momentum) * (1 + geo.staleness))
@@ -77,7 +81,7 @@ class GeoJob(BaseModel):
         topology = load_topology(self.topology)
         if self.sites is not None:
             topology = topology.subset(self.sites)
-        if self.geo.uses_lan_links:
+        if self.geo.uses_lan_links or self.lan_links:
             return topology, topology.with_links_of(load_topology("lan"))
         return topology, topology
 

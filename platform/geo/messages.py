@@ -17,6 +17,7 @@ class Kind(IntEnum):
     RESULT = 6  # round-based sync: the owner's new values for its piece
     SNAPSHOT = 7  # the sender's replica, for a site that rejoins
     HELLO = 8  # a (re)started site asks its mirrors for a snapshot
+    ESTIMATE = 9  # tracking asp: the sender's whole estimate of its update, for a rejoiner
 
 
 class Lane(IntEnum):

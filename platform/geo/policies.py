@@ -3,10 +3,12 @@
 import torch
 
 from atoll.platform.geo.asp import ApproximateSync
+from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.policy import GeoPolicy, Isolated
 from atoll.platform.geo.rounds import OuterNesterov, RoundSync
 from atoll.platform.geo.significance import AdaptiveThreshold, ThresholdSchedule
 from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.geo.tracking import TrackingSync
 
 
 def build_policy(
@@ -18,8 +20,26 @@ def build_policy(
     start_s: float = 0.0,
 ) -> GeoPolicy:
     """Site `site` of `sites`, owning `params` (the slice that starts at `offset`)."""
+    floor = min(spec.density_floor, spec.density)
+    if spec.policy == "asp" and spec.exchange == "tracking":
+        return TrackingSync(
+            site,
+            sites,
+            params,
+            offset,
+            budget=LinkBudget(spec.density, floor, target_s=spec.congestion_s),
+            decay=spec.decay,
+            staleness=spec.staleness,
+            lease_s=spec.lease_s,
+            start_s=start_s,
+            value_type=spec.value_type,
+            final=spec.final,
+            lookahead=spec.lookahead,
+        )
     if spec.policy == "asp":
         adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None
+        capped = spec.density < 1  # at most that share per clock, following the links
+        budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s) if capped else None
         return ApproximateSync(
             site,
             sites,
@@ -34,6 +54,7 @@ def build_policy(
             final=spec.final,
             congestion_s=spec.congestion_s,
             lookahead=spec.lookahead,
+            budget=budget,
         )
     if spec.policy in ("bsp", "lan"):
         return RoundSync(site, sites, params, offset, name=spec.policy, period=1)

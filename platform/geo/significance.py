@@ -82,8 +82,11 @@ class SignificanceFilter:
     def accumulate(self, delta: torch.Tensor) -> None:
         self.accumulator += delta
 
-    def select(self, params: torch.Tensor, clock: int, lr_ratio: float = 1.0) -> Selection:
-        """The significant elements at `clock`, given the replica's current values."""
+    def select(
+        self, params: torch.Tensor, clock: int, lr_ratio: float = 1.0, limit: int | None = None
+    ) -> Selection:
+        """The significant elements at `clock`, given the replica's current values; with a
+        `limit`, only that many of them, the most significant."""
         v = self.schedule.at(clock, lr_ratio)
         if self.adaptive is not None:
             v = self.adaptive.apply(v)
@@ -92,6 +95,9 @@ class SignificanceFilter:
         significant = acc.abs() > v * params.abs()
         significant &= acc != 0  # w == 0 counts only when there is something to send
         indices = significant.nonzero().squeeze(1)
+        if limit is not None and len(indices) > limit:
+            ratio = acc[indices].abs() / params[indices].abs()  # inf where w == 0: first
+            indices = indices[ratio.topk(limit, sorted=False).indices].sort().values
         return Selection(indices, acc[indices].clone())
 
     def sent(self, selection: Selection, as_sent: torch.Tensor) -> None:

@@ -13,6 +13,8 @@ POLICIES: tuple[str, ...] = get_args(PolicyName)
 # How asp's threshold decays, and the precision of the values it sends.
 ScheduleKind = Literal["constant", "inverse-sqrt", "lr"]
 ValueType = Literal["float32", "float16", "int8"]
+# How asp shares each site's steps: tracked estimates, or Gaia's release-and-zero.
+Exchange = Literal["tracking", "release"]
 
 
 class GeoSpec(BaseModel):
@@ -20,12 +22,34 @@ class GeoSpec(BaseModel):
 
     policy: PolicyName = "asp"
     # asp
+    exchange: Exchange = Field(
+        "release",
+        description="asp: every site tracks every site's step and applies all every clock "
+        "(tracking), or sends significant accumulated updates and zeroes them (release, Gaia)",
+    )
+    density: float = Field(
+        0.006,
+        gt=0,
+        le=1,
+        description="asp: most elements a site sends per clock (a share; 1 = no cap); the "
+        "share follows the links' measured backlog up to this, from density_floor",
+    )
+    decay: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="tracking asp: how much of a site's estimated step carries over to the "
+        "next clock until refreshed (1 keeps it; 0 sends positions only)",
+    )
+    density_floor: float = Field(
+        0.001, gt=0, le=1, description="asp: the share sent at the start and at least"
+    )
     threshold: float = Field(0.01, ge=0, description="significance threshold v0 (0.01 = 1%)")
     threshold_schedule: ScheduleKind = "constant"
     budget_mbps: float | None = Field(
         None, gt=0, description="adaptive threshold: keep each site's WAN egress near this"
     )
-    staleness: int = Field(1, ge=0, description="mirror clock bound DS")
+    staleness: int = Field(4, ge=0, description="mirror clock bound DS")
     lease_s: float = Field(
         10.0, gt=0, description="a mirror silent this long stops holding others back"
     )
@@ -36,7 +60,7 @@ class GeoSpec(BaseModel):
         "staleness add (1 - (1 - momentum) * (1 + DS))",
     )
     lookahead: float = Field(
-        0.0,
+        0.5,
         ge=0,
         le=2,
         description="asp: take each gradient this share of the way towards where the "
@@ -62,8 +86,17 @@ class GeoSpec(BaseModel):
 
     @property
     def label(self) -> str:
+        if self.policy == "asp" and self.exchange == "tracking":
+            label = f"asp tracking {self.density:.1%}"
+            if self.value_type != "float16":
+                label += f" {self.value_type}"
+            if self.lookahead:
+                label += f" lookahead {self.lookahead:g}"
+            return f"{label} DS={self.staleness}"
         if self.policy == "asp":
             label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"
+            if self.density < 1:
+                label += f" cap {self.density:.1%}"
             if self.value_type != "float16":
                 label += f" {self.value_type}"
             if self.lookahead:

@@ -16,9 +16,10 @@ from typing import Any
 import torch
 
 from atoll.platform.core.errors import AtollError
-from atoll.platform.core.events import SimEvent, SimSiteDone, TimelinePoint
+from atoll.platform.core.events import SimDiverged, SimEvent, SimSiteDone, TimelinePoint
 from atoll.platform.data.datasets import load_dataset, share_indices
 from atoll.platform.geo.codec import encoded_size
+from atoll.platform.geo.divergence import Diverged, DivergenceGuard
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.messages import BROADCAST, GeoMessage, Outbound
 from atoll.platform.geo.mirror_clock import Wait
@@ -54,6 +55,7 @@ class SimSite:
     bytes_at_last_clock: int = 0
     time_at_last_clock: float = 0.0
     final_accuracy: float | None = None
+    guard: DivergenceGuard = field(default_factory=DivergenceGuard)
 
 
 class GeoSimulation:
@@ -104,6 +106,7 @@ class GeoSimulation:
         self.timeline = AccuracyTimeline(len(names))
         self.end_clock = job.clocks
         self._accuracy_cache: dict[bytes, float] = {}
+        self.diverged: tuple[str, Diverged] | None = None
 
     # -- the event loop ---------------------------------------------------------------
 
@@ -133,7 +136,19 @@ class GeoSimulation:
         site.delta, site.loss = site.replica.step(
             site.policy.clock, site.policy.update_scale, site.policy.lookahead(now)
         )
+        verdict = site.guard.observe(site.policy.clock, site.loss)
+        if verdict is not None and self.diverged is None:
+            self._stop_diverged(site, verdict)
         self.events.at(now + site.step_s, lambda t: self._clock_done(site, t))
+
+    def _stop_diverged(self, site: SimSite, verdict: Diverged) -> None:
+        """Say so, and end the run: every site finishes one clock past the furthest."""
+        self.diverged = (site.name, verdict)
+        event = SimDiverged(
+            site=site.name, clock=verdict.clock, loss=verdict.loss, reason=verdict.reason
+        )
+        self.on_event(event)
+        self.end_clock = min(self.end_clock, max(s.policy.clock for s in self.sites) + 1)
 
     def _clock_done(self, site: SimSite, now: float) -> None:
         policy = site.policy
@@ -246,6 +261,9 @@ class GeoSimulation:
             "wan_bytes": self._bytes_sent(),
             "wan_bytes_to_target": reached.wan_bytes if reached else None,
             "links": self._link_bytes(),
+            "diverged": None
+            if self.diverged is None
+            else {"site": self.diverged[0], **self.diverged[1].__dict__},
             "stall_s": self._mean_stall(),
             "clocks": max(s.policy.clock for s in self.sites),
             "virtual_time_s": self.events.now,

@@ -38,6 +38,7 @@ from atoll.platform.core.events import (
     TrainingStarted,
 )
 from atoll.platform.data.datasets import Dataset, load_share, load_site_data
+from atoll.platform.geo.divergence import DivergenceGuard
 from atoll.platform.geo.wan import bsp_bytes_per_clock
 from atoll.platform.model.evaluate import Evaluation, evaluate
 from atoll.platform.model.zoo import build_model, model_signature
@@ -146,6 +147,10 @@ def _wait(work: dist.Work, what: str) -> None:
         raise PeerLost(f"{what}: {e}") from e
 
 
+class TrainingDiverged(AtollError):
+    """The loss blew up or is not a number: going on would only spread a broken model."""
+
+
 class PeerLost(RuntimeError):
     """A peer rank stopped answering: it died, hung, or its connection closed."""
 
@@ -207,6 +212,8 @@ class SiteRank:
             else None
         )
         self.compute_s = self.exchange_s = 0.0
+        # A geo job's sites watch for divergence: one diverged replica spreads to all.
+        self.guard = DivergenceGuard() if geo else None
 
     def _make_shard(self, index: int) -> Shard:
         start, end = bounds = self.layout.bounds(index, self.flat.num_params)
@@ -308,6 +315,11 @@ class SiteRank:
             if self._stop_requested(step):
                 return step, True, step_times
             loss = self._compute_gradient(step) if self.is_worker else 0.0
+            verdict = self.guard.observe(step, loss) if self.guard and self.is_worker else None
+            if verdict is not None:
+                # A diverged replica would only spread: the site fails, saying why, and
+                # its supervisor restarts it from its last checkpoint (or gives up).
+                raise TrainingDiverged(f"training diverged on rank {self.rank}: {verdict.reason}")
             self._exchange(step)
             step += 1
             step_times.append(time.perf_counter() - start)

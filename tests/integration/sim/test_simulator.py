@@ -3,9 +3,11 @@
 import pytest
 
 from atoll.platform.core.errors import AtollError
+from atoll.platform.core.events import SimDiverged, SimEvent
 from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.model.optim import OptimizerSpec
 from atoll.platform.sim.compute import compute_profile
 from atoll.platform.sim.simulator import GeoSimulation
 
@@ -34,7 +36,8 @@ def simulate(policy: GeoSpec, **kwargs: object) -> dict:
 def test_asp_that_sends_everything_and_waits_for_every_clock_is_exactly_bsp() -> None:
     bsp = simulate(GeoSpec(policy="lan"), topology="lan")
     asp = simulate(
-        GeoSpec(policy="asp", threshold=0.0, staleness=0, value_type="float32"), topology="lan"
+        GeoSpec(threshold=0.0, staleness=0, value_type="float32", density=1, lookahead=0),
+        topology="lan",
     )
     assert [p["mean_accuracy"] for p in asp["timeline"]] == [
         p["mean_accuracy"] for p in bsp["timeline"]
@@ -49,16 +52,26 @@ def test_a_simulation_repeats_exactly() -> None:
         assert a[key] == b[key]
 
 
-@pytest.mark.parametrize("policy", ["asp", "bsp", "fedavg", "diloco"])
-def test_every_replica_ends_equal(policy: str) -> None:
-    result = simulate(GeoSpec(policy=policy, period=4))
+@pytest.mark.parametrize(
+    "spec",
+    [
+        GeoSpec(policy="asp"),
+        GeoSpec(policy="asp", exchange="tracking"),
+        GeoSpec(policy="bsp"),
+        GeoSpec(policy="fedavg", period=4),
+        GeoSpec(policy="diloco", period=4),
+    ],
+    ids=["asp", "asp-tracking", "bsp", "fedavg", "diloco"],
+)
+def test_every_replica_ends_equal(spec: GeoSpec) -> None:
+    result = simulate(spec)
     finals = {site["final_accuracy"] for site in result["sites"]}
     assert len(finals) == 1
     assert result["wan_bytes"] > 0 and result["clocks"] == 30
 
 
 def test_a_lookahead_changes_the_gradients_and_still_ends_with_equal_replicas() -> None:
-    plain = simulate(GeoSpec(policy="asp", staleness=3))
+    plain = simulate(GeoSpec(policy="asp", staleness=3, lookahead=0))
     ahead = simulate(GeoSpec(policy="asp", staleness=3, lookahead=0.5))
     assert ahead["timeline"] != plain["timeline"]
     assert len({site["final_accuracy"] for site in ahead["sites"]}) == 1
@@ -81,6 +94,7 @@ def test_bsp_over_the_wan_takes_longer_than_on_a_lan_and_sends_as_much() -> None
 
 def test_asp_sends_fewer_bytes_than_bsp() -> None:
     asp, bsp = simulate(GeoSpec(policy="asp", threshold=0.1)), simulate(GeoSpec(policy="bsp"))
+    assert asp["wan_bytes"] < bsp["wan_bytes"] / 20  # the cap: at most 0.6% of it a clock
     assert asp["wan_bytes"] < bsp["wan_bytes"]
     assert len(asp["links"]) == 6 and sum(asp["links"].values()) == asp["wan_bytes"]
 
@@ -104,3 +118,16 @@ def test_compute_profiles() -> None:
     measured = compute_profile("measured", "cnn", train, 16).step_s
     assert 0 < measured < 1
     assert compute_profile("measured/10", "cnn", train, 16).step_s < measured
+
+
+def test_a_diverging_run_stops_and_says_why() -> None:
+    events: list[SimEvent] = []
+    blown = job(GeoSpec(policy="asp"), clocks=60).model_copy(
+        update={"optimizer": OptimizerSpec(lr=50.0)}
+    )
+    result = GeoSimulation(blown, compute="0.02", on_event=events.append).run()
+    diverged = result["diverged"]
+    assert diverged is not None and diverged["clock"] < 30
+    assert "loss" in diverged["reason"]
+    assert result["clocks"] <= diverged["clock"] + 2  # every site stopped a clock later
+    assert [e.site for e in events if isinstance(e, SimDiverged)] == [diverged["site"]]

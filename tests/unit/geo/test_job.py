@@ -11,7 +11,8 @@ def test_asp_sites_lower_sgd_momentum_by_what_staleness_adds(
     staleness: int, momentum: float
 ) -> None:
     job = GeoJob(
-        optimizer=OptimizerSpec(momentum=0.9), geo=GeoSpec(policy="asp", staleness=staleness)
+        optimizer=OptimizerSpec(momentum=0.9),
+        geo=GeoSpec(policy="asp", staleness=staleness, lookahead=0),
     )
     assert job.site_optimizer.momentum == pytest.approx(momentum)
     assert job.site_optimizer.lr == job.optimizer.lr
@@ -21,13 +22,19 @@ def test_asp_sites_lower_sgd_momentum_by_what_staleness_adds(
     "job",
     [
         GeoJob(geo=GeoSpec(policy="bsp")),
-        GeoJob(geo=GeoSpec(policy="asp", staleness=3, compensate_momentum=False)),
-        GeoJob(geo=GeoSpec(policy="asp", staleness=3, lookahead=0.5)),
+        GeoJob(geo=GeoSpec(exchange="tracking", staleness=3, lookahead=0)),  # nothing late
+        GeoJob(geo=GeoSpec(staleness=3, lookahead=0, compensate_momentum=False)),
+        GeoJob(geo=GeoSpec(staleness=3, lookahead=0.5)),
         GeoJob(optimizer=OptimizerSpec(name="adam", lr=0.001)),
     ],
 )
 def test_the_optimizer_is_left_alone_otherwise(job: GeoJob) -> None:
     assert job.site_optimizer == job.optimizer
+
+
+def test_an_ablation_runs_any_policy_over_lan_links() -> None:
+    _, links = GeoJob(topology="gaia-11", sites=4, lan_links=True).topologies()
+    assert links.link("virginia", "ireland").bandwidth_bps == 1e9
 
 
 def test_lan_runs_the_same_sites_on_lan_links() -> None:
@@ -53,12 +60,17 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
 @pytest.mark.parametrize(
     ("spec", "label"),
     [
-        (GeoSpec(policy="asp"), "asp v=1%"),
-        (GeoSpec(policy="asp", threshold=0.05, value_type="int8"), "asp v=5% int8"),
-        (GeoSpec(policy="asp", staleness=0, budget_mbps=10), "asp adaptive DS=0"),
+        (GeoSpec(policy="asp"), "asp v=1% cap 0.6% lookahead 0.5"),
+        (
+            GeoSpec(exchange="tracking", density=0.01, lookahead=1),
+            "asp tracking 1.0% lookahead 1 DS=4",
+        ),
+        (GeoSpec(density=1, lookahead=0), "asp v=1%"),
+        (GeoSpec(threshold=0.05, value_type="int8", density=1, lookahead=0), "asp v=5% int8"),
+        (GeoSpec(staleness=0, budget_mbps=10, density=1, lookahead=0), "asp adaptive DS=0"),
         (GeoSpec(policy="diloco", period=5), "diloco H=5"),
     ],
-    ids=["default", "int8", "adaptive-ds0", "diloco"],
+    ids=["default", "tracking", "uncapped", "int8", "adaptive-ds0", "diloco"],
 )
 def test_a_policy_label_names_what_differs_from_the_defaults(spec: GeoSpec, label: str) -> None:
     assert spec.label == label

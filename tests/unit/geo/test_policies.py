@@ -306,3 +306,111 @@ def test_a_restarted_site_rejoins_a_bsp_round_that_waited_for_it() -> None:
     assert all(p.round == 1 for p in policies)
     assert torch.allclose(params[0], params[1])
     assert torch.allclose(params[0], params[2])
+
+
+# -- tracking asp --------------------------------------------------------------------
+
+
+def run_tracking(
+    spec: GeoSpec, clocks: int, deliver_every: int, sites: int = 3
+) -> tuple[list[torch.Tensor], torch.Tensor, list[GeoPolicy], Network]:
+    """Every site steps every clock; messages are delivered every `deliver_every` clocks
+    and once more at the end, before any site finishes."""
+    params = replicas(sites)
+    start = params[0].clone()
+    policies = [build_policy(spec, i, sites, params[i]) for i in range(sites)]
+    net = Network(policies)
+    generator = torch.Generator().manual_seed(5)
+    total = torch.zeros(SIZE)
+    for clock in range(1, clocks + 1):
+        for i, policy in enumerate(policies):
+            assert policy.before_clock(0.0) is PROCEED
+            delta = local_step(policy, generator)
+            total += delta
+            net.post(i, policy.after_clock(delta, 0.0))
+        if clock % deliver_every == 0:
+            net.flush()
+    net.flush()
+    return params, start + total, policies, net
+
+
+DENSE_TRACKING = GeoSpec(
+    exchange="tracking", density=1.0, density_floor=1.0, value_type="float32", staleness=9
+)
+
+
+@pytest.mark.parametrize("deliver_every", [1, 3])
+@pytest.mark.parametrize("decay", [1.0, 0.9, 0.0])
+def test_dense_tracking_puts_every_replica_where_all_steps_lead_once_all_arrived(
+    deliver_every: int, decay: float
+) -> None:
+    spec = DENSE_TRACKING.model_copy(update={"decay": decay})
+    params, expected, _, _ = run_tracking(spec, clocks=6, deliver_every=deliver_every)
+    for p in params:
+        torch.testing.assert_close(p, expected)
+
+
+@pytest.mark.parametrize("deliver_every", [1, 4])
+def test_sparse_tracking_keeps_replicas_equal_once_all_arrived(deliver_every: int) -> None:
+    spec = GeoSpec(exchange="tracking", density=0.1, density_floor=0.1, staleness=9)
+    params, expected, policies, net = run_tracking(spec, clocks=8, deliver_every=deliver_every)
+    for p in params[1:]:
+        torch.testing.assert_close(p, params[0])
+    assert not torch.allclose(params[0], expected)  # what was not sent yet is still owed
+    updates = [out.message for _, _, out in net.sent if out.message.kind == Kind.UPDATE]
+    assert {len(m.indices) for m in updates if m.indices is not None} == {5}  # 10% of 50
+    assert all(p.stats()["link_share"] == 0.1 for p in policies)
+
+
+def test_tracking_starts_small_and_sends_less_when_a_link_backs_up() -> None:
+    params = replicas(2)
+    policy = build_policy(
+        GeoSpec(exchange="tracking", density=0.2, density_floor=0.04), 0, 2, params[0]
+    )
+    generator = torch.Generator().manual_seed(2)
+    sent = []
+    for backlog in (0.0, 0.0, 0.0, 0.0, 1.0):
+        policy.link_backlog(1, backlog)
+        [out] = policy.after_clock(local_step(policy, generator), 0.0)
+        assert out.message.indices is not None
+        sent.append(len(out.message.indices))
+    assert sent == [2, 2, 3, 4, 2]  # 4% of 50, growing 1.25x a clock, halved when congested
+
+
+def test_tracking_looks_ahead_by_the_estimated_global_velocity() -> None:
+    spec = DENSE_TRACKING.model_copy(update={"lookahead": 0.5, "decay": 1.0})
+    _, _, policies, _ = run_tracking(spec, clocks=3, deliver_every=1)
+    offset = policies[0].lookahead(0.0)
+    assert offset is not None
+    velocity = sum(p.estimates[i] for i, p in enumerate(policies))  # type: ignore[attr-defined]
+    torch.testing.assert_close(offset, 0.5 * velocity)
+
+
+def test_a_restarted_tracking_site_gets_a_snapshot_and_each_mirrors_estimate() -> None:
+    spec = GeoSpec(exchange="tracking", density=0.1, density_floor=0.1, staleness=9)
+    params, _, policies, _ = run_tracking(spec, clocks=4, deliver_every=1, sites=2)
+    fresh = build_policy(spec, 1, 2, torch.zeros(SIZE))
+    hello = fresh.rejoin()
+    replies = policies[0].receive(hello[0].message, 0.0)
+    assert [r.message.kind for r in replies] == [Kind.SNAPSHOT, Kind.ESTIMATE]
+    for reply in replies:
+        fresh.receive(reply.message, 0.0)
+    torch.testing.assert_close(fresh.params, params[0])
+    assert torch.equal(fresh.estimates[0], policies[0].estimates[0])  # type: ignore[attr-defined]
+    assert not policies[0].estimates[1].any()  # type: ignore[attr-defined]
+    assert fresh.before_clock(0.0) is PROCEED
+
+
+def test_a_capped_release_sends_no_more_than_the_links_share() -> None:
+    params = replicas(2)
+    spec = GeoSpec(exchange="release", threshold=0.0, density=0.2, density_floor=0.1)
+    policy = build_policy(spec, 0, 2, params[0])
+    generator = torch.Generator().manual_seed(4)
+    sent = []
+    for backlog in (0.0, 0.0, 0.0, 1.0):
+        policy.link_backlog(1, backlog)
+        *_, update = policy.after_clock(local_step(policy, generator), 0.0)  # after notices
+        assert update.message.kind == Kind.UPDATE and update.message.indices is not None
+        sent.append(len(update.message.indices))
+    assert sent == [5, 6, 8, 5]  # 10% of 50 at first, 1.25x a clock, halved when backed up
+    assert policy.stats()["congested_clocks"] == 1

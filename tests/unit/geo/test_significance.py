@@ -75,3 +75,16 @@ def test_adaptive_threshold_rises_over_budget_and_falls_under_it_within_bounds()
     adaptive.observe(0.5e6)  # one step down from the cap, not from a wound-up value
     f.select(torch.ones(1), 4)
     assert f.threshold == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize(
+    ("limit", "sent"),
+    [(None, [0, 1, 2, 3]), (4, [0, 1, 2, 3]), (2, [1, 3]), (1, [3])],
+)
+def test_a_limit_keeps_the_most_significant_elements_in_index_order(
+    limit: int | None, sent: list[int]
+) -> None:
+    params = torch.tensor([1.0, 1.0, 1.0, 0.0, 1.0])
+    f = SignificanceFilter(5, ThresholdSchedule(0.01))
+    f.accumulate(torch.tensor([0.02, 0.5, 0.03, 0.001, 0.0]))  # ratios 2%, 50%, 3%, inf
+    assert f.select(params, 1, limit=limit).indices.tolist() == sent
