@@ -54,6 +54,7 @@ class LocalGrid(Grid):
         self._run = Run.create_empty(run_id)
         self._replies: dict[str, Message] = {}
         self.offline: set[int] = set()  # devices that take messages but never answer
+        self._held: dict[int, dict[str, Message]] = {}  # device -> replies it holds back
 
     def set_run(self, run: Run) -> None:
         self._run = run
@@ -89,10 +90,19 @@ class LocalGrid(Grid):
             reply = self.app(message, self.contexts[node])
             compute_s = time.perf_counter() - start
             reply.metadata.__dict__["_src_node_id"] = node
-            self._replies[message_id] = reply
+            held = self._held.get(node)
+            (self._replies if held is None else held)[message_id] = reply
             if self.on_exchange is not None:
                 self.on_exchange(Exchange(node, message, reply, compute_s))
         return ids
+
+    def hold(self, node: int) -> None:
+        """`node` computes its replies but sends none until released (a slow device)."""
+        self._held.setdefault(node, {})
+
+    def release(self, node: int) -> None:
+        """`node` sends every reply it held back."""
+        self._replies.update(self._held.pop(node, {}))
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
         return [self._replies.pop(m) for m in message_ids if m in self._replies]

@@ -42,17 +42,15 @@ def _find(folder: Path, stem: str) -> Path:
     raise FileNotFoundError(f"{stem}(.gz) not in {folder} (apt-get install dataset-fashion-mnist)")
 
 
-_CACHE: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]] = {}
+_CACHE: dict[Path, np.ndarray] = {}
 
 
-def _split(folder: str, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
-    if (folder, kind) not in _CACHE:
-        root = Path(folder)
-        images = _read_idx(_find(root, f"{kind}-images-idx3-ubyte"))
-        labels = _read_idx(_find(root, f"{kind}-labels-idx1-ubyte"))
-        x = (torch.from_numpy(images.astype(np.float32) / 255.0) - _MEAN) / _STD
-        _CACHE[folder, kind] = x.unsqueeze(1), torch.from_numpy(labels.astype(np.int64))
-    return _CACHE[folder, kind]
+def _idx(folder: str, stem: str) -> np.ndarray:
+    """An IDX file's array, read once per process."""
+    path = _find(Path(folder), stem)
+    if path not in _CACHE:
+        _CACHE[path] = _read_idx(path)
+    return _CACHE[path]
 
 
 def partition(labels: np.ndarray, parts: int, alpha: float, seed: int) -> list[np.ndarray]:
@@ -72,15 +70,17 @@ def partition(labels: np.ndarray, parts: int, alpha: float, seed: int) -> list[n
 def load_data(
     partition_id: int, num_partitions: int, config: dict
 ) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
-    """This device's training and test shares."""
+    """This device's training and test shares (only its own images are converted)."""
     folder, seed, alpha = str(config["data-dir"]), int(config["seed"]), float(config["alpha"])
     out = []
     for kind, cap in (("train", "max-train-samples"), ("t10k", "max-test-samples")):
-        x, y = _split(folder, kind)
-        index = partition(y.numpy(), num_partitions, alpha, seed)[partition_id]
+        labels = _idx(folder, f"{kind}-labels-idx1-ubyte")
+        index = partition(labels, num_partitions, alpha, seed)[partition_id]
         if int(config[cap]) > 0:
             index = index[: int(config[cap])]
-        out.append((x[index], y[index]))
+        images = _idx(folder, f"{kind}-images-idx3-ubyte")[index]
+        x = (torch.from_numpy(images.astype(np.float32) / 255.0) - _MEAN) / _STD
+        out.append((x.unsqueeze(1), torch.from_numpy(labels[index].astype(np.int64))))
     return out[0], out[1]
 
 
