@@ -8,48 +8,20 @@ Prints a table, writes devices.json (with wan_bytes_ratio_vs_central and
 accuracy_gap_vs_central) and devices.png.
 """
 
-import importlib
-import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from atoll.platform.core.files import write_json
 from atoll.platform.core.plots import plot_timelines
 from atoll.platform.data.datasets import locate_fashion_mnist
-from atoll.platform.devices.site import Arrays, initial_arrays
+from atoll.platform.devices.site import initial_arrays
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.net.topology import load_topology
+from atoll.platform.sim.device_app import EXAMPLE_APP, DeviceApp
 from atoll.platform.sim.devices import PROFILES, DevicePoint, DeviceWorld, run_atoll, run_central
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fashion-mnist-flower"
-MODEL = "fmnist_flower.task:Net"
-
-
-def _example_app(example: Path) -> tuple[Any, Any]:
-    """The example's ClientApp and task module (it is a Flower app, not part of Atoll)."""
-    if str(example) not in sys.path:
-        sys.path.insert(0, str(example))
-    client = importlib.import_module("fmnist_flower.client_app")
-    return client.app, importlib.import_module("fmnist_flower.task")
-
-
-def _evaluator(task: Any, data_dir: Path, samples: int) -> Any:
-    images = task._idx(str(data_dir), "t10k-images-idx3-ubyte")[:samples]
-    labels = task._idx(str(data_dir), "t10k-labels-idx1-ubyte")[:samples]
-    x = ((torch.from_numpy(images.astype(np.float32) / 255.0) - 0.2860) / 0.3530).unsqueeze(1)
-    y = torch.from_numpy(labels.astype(np.int64))
-    net = task.Net()
-
-    def evaluate(arrays: Arrays) -> float:
-        net.load_state_dict({k: torch.from_numpy(np.asarray(v).copy()) for k, v in arrays.items()})
-        return float(task.test(net, (x, y))[1])
-
-    return evaluate
 
 
 def time_to(points: list[DevicePoint], target: float) -> float | None:
@@ -62,32 +34,31 @@ def run(
     rounds: int | None,
     target: float,
     out: Path,
-    example: Path = EXAMPLE,
+    example: Path = EXAMPLE_APP,
     data_dir: Path | None = None,
 ) -> dict[str, Any]:
-    client_app, task = _example_app(example)
+    app = DeviceApp.load(example)
     folder = locate_fashion_mnist(data_dir)
     rounds = rounds or (6 if quick else 15)
-    config = dict(
-        tomllib.loads((example / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
-    )
-    config.update(
-        {
-            "data-dir": str(folder),
-            "alpha": 0.5,
-            "max-train-samples": 150 if quick else 500,
-        }
-    )
+    config = {
+        **app.config,
+        "data-dir": str(folder),
+        "alpha": 0.5,
+        "max-train-samples": 150 if quick else 500,
+    }
     torch.set_num_threads(1)
     world = DeviceWorld(
         topology=load_topology("three-continents"),
         devices_per_site=devices,
-        app=client_app,
+        app=app.client_app,
         run_config=config,
         profile=PROFILES["mobile"],
-        initial=initial_arrays(MODEL, int(config["seed"])),
-        evaluate=_evaluator(task, folder, 1000 if quick else 5000),
+        initial=initial_arrays(app.model, int(config["seed"])),
+        evaluate=app.evaluator(config, 1000 if quick else 5000),
     )
+    # The app reads its data files once per process: read them before anything is timed,
+    # or the first arm's first round would pay for it.
+    app.task.load_data(0, world.total, config)
     timelines: dict[str, list[DevicePoint]] = {"central-flower": [], "atoll": []}
     started = time.perf_counter()
     run_central(world, rounds, timelines["central-flower"].append)

@@ -20,7 +20,7 @@ from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.site.plan import loopback_endpoints
 from atoll.platform.site.spec import SiteGeo
 
-pytestmark = [pytest.mark.integration, pytest.mark.flower]
+pytestmark = [pytest.mark.integration, pytest.mark.flower, pytest.mark.timeout(600)]
 
 DEVICES = 3  # SuperNodes; the peer site plays one more device in process
 SMALL = {"max-train-samples": 200, "max-test-samples": 100}
@@ -89,7 +89,7 @@ def test_stock_client_app_trains_in_a_site_whose_updates_cross_the_wan(
         thread = threading.Thread(target=lambda: peer_final.update(peer.run()), daemon=True)
         thread.start()
 
-        site.wait(timeout_s=300)
+        site.wait(timeout_s=480)
         thread.join(60)
     finally:
         for node in nodes:
