@@ -139,3 +139,21 @@ def web(
     from atoll.bench import web as scenario
 
     scenario.run(sites, jobs, repeat, events, out)
+
+
+@app.command("devices")
+def devices(
+    quick: Annotated[
+        bool, typer.Option(help="Fewer rounds, fewer images per device: a few minutes, for CI.")
+    ] = False,
+    devices: Annotated[int, typer.Option(min=1, help="Devices per region.")] = 10,
+    rounds: Annotated[
+        int | None, typer.Option(min=1, help="Device rounds (default 6 quick, 15 full).")
+    ] = None,
+    target: Annotated[float, typer.Option(min=0, max=1, help="Target accuracy.")] = 0.6,
+    out: Annotated[Path, typer.Option()] = Path("bench/results/devices"),
+) -> None:
+    """Device tier: atoll's per-region sites against one central Flower server (simulator)."""
+    from atoll.bench import devices as scenario
+
+    scenario.run(quick, devices, rounds, target, out)

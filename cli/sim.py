@@ -25,10 +25,34 @@ def sim(
         ),
     ] = "measured",
     overwrite: o.Overwrite = False,
+    devices: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Devices per site: each site trains through its devices (the device app's "
+            "ClientApp, in process), one device round per clock.",
+            rich_help_panel=o.RUN_PANEL,
+        ),
+    ] = None,
+    device_profile: Annotated[
+        str,
+        typer.Option(help="mobile or lan: devices' link and speed.", rich_help_panel=o.RUN_PANEL),
+    ] = "mobile",
+    device_app: Annotated[
+        Path | None,
+        typer.Option(
+            help="The Flower app devices run (default: the example).", rich_help_panel=o.RUN_PANEL
+        ),
+    ] = None,
     job_options: dict[str, Any] | None = None,
 ) -> None:
     """Simulate a geo job in virtual time: real training math, modelled compute and WAN."""
     spec = resolve_job(job, o.overrides(job_options or {}))
+    if devices is not None:
+        from atoll.cli.sim_devices import simulate_devices
+
+        simulate_devices(spec, devices, device_profile, device_app, out, overwrite)
+        return
     from atoll.platform.core.files import write_json
     from atoll.platform.core.rundir import claim_run_dir
     from atoll.platform.core.runlog import RunLog

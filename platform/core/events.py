@@ -210,6 +210,28 @@ class SiteProgressed(EventModel):
     stall_s: float
 
 
+# -- a device site (the device tier) ---------------------------------------------------------
+
+
+class DeviceRoundDone(EventModel):
+    """A device site closed a round: what its devices sent, and what crossed the WAN."""
+
+    kind: Literal["device_round"] = "device_round"
+    time: float
+    round: int
+    devices: int  # asked to train
+    replied: int  # replies checked and aggregated
+    refused: int  # replies that failed their checks (the log names each device and why)
+    late: int  # replies to earlier rounds, dropped
+    silent: list[int] = Field(default_factory=list)  # node ids that had not replied
+    train_loss: float | None = None
+    device_accuracy: float | None = None  # mean over the devices, by their test examples
+    device_loss: float | None = None
+    round_s: float  # devices' training round, start to aggregate
+    geo_wait_s: float = 0.0  # then waiting on the geo tier
+    wan_bytes: int = 0  # sent by this site since its start
+
+
 # -- the simulator (virtual time) ----------------------------------------------------------
 
 
@@ -252,6 +274,7 @@ RankEvent = (
     | Evaluated
     | GeoStats
     | TrainingFinished
+    | DeviceRoundDone
 )
 SiteEvent = RankEvent | TrainingFailed  # a site's log
 RankMessage = RankEvent | RankFailed | RankStats  # from a rank to its site's parent

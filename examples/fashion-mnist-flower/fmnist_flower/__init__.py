@@ -1,0 +1,1 @@
+"""fmnist_flower: a Flower / PyTorch app on Fashion-MNIST."""

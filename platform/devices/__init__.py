@@ -1,0 +1,1 @@
+"""The device tier: devices train through Flower and their site aggregates them."""

@@ -1,0 +1,115 @@
+"""Running a device site on Flower: its SuperLink, Atoll's ServerApp as a Flower run,
+and SuperNodes beside it where devices are played on this host (tests, demo, bench).
+
+The edge agent and `atoll devices serve` use FlowerSite; a device owner runs only
+`flower-supernode`.
+"""
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from atoll.platform.core.events import DeviceRoundDone, TrainingFinished, of_kind
+from atoll.platform.core.runlog import read_events
+from atoll.platform.devices.flower import (
+    FlowerError,
+    SuperLinkOptions,
+    SuperNodeOptions,
+    run_status,
+    site_app,
+    submit,
+    superlink_command,
+    supernode_command,
+    wait_listening,
+    write_flower_home,
+)
+from atoll.platform.devices.spec import DeviceSiteSpec
+
+_STARTUP_S = 120.0  # Flower's processes import a lot; a busy host takes its time
+
+
+@dataclass
+class FlowerSite:
+    spec: DeviceSiteSpec
+    app_dir: Path  # the device app (its ClientApp is what the devices run)
+    superlink: SuperLinkOptions
+    work: Path  # the site's Flower home, app copy, spec and logs
+    run_id: int | None = None
+    _superlink: subprocess.Popen[bytes] | None = None
+    _logs: list[IO[bytes]] = field(default_factory=list)
+
+    @property
+    def home(self) -> Path:
+        return self.work / "flower-home"
+
+    @property
+    def log_path(self) -> Path:
+        return self.spec.out_dir / "log.jsonl"
+
+    def start_superlink(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+        write_flower_home(self.home, self.superlink)
+        log = (self.work / "superlink.log").open("ab")
+        self._logs.append(log)
+        self._superlink = subprocess.Popen(
+            superlink_command(self.superlink), stdout=log, stderr=subprocess.STDOUT
+        )
+        wait_listening(self.superlink.host, self.superlink.port, _STARTUP_S, self._superlink)
+
+    def superlink_alive(self) -> bool:
+        return self._superlink is not None and self._superlink.poll() is None
+
+    def start_run(self, run_config: dict[str, int | float | str] | None = None) -> int:
+        """Atoll's ServerApp on the SuperLink, as a run of the device app."""
+        spec_file = self.work / "site.json"
+        spec_file.write_text(self.spec.model_dump_json(indent=2))
+        app = site_app(self.app_dir, self.work / "app", spec_file)
+        self.run_id = submit(self.home, app, run_config)
+        return self.run_id
+
+    def status(self) -> str:
+        if self.run_id is None:
+            raise FlowerError("no run started")
+        return run_status(self.home, self.run_id)
+
+    def rounds_done(self) -> list[DeviceRoundDone]:
+        return (
+            of_kind(read_events(self.log_path), DeviceRoundDone) if self.log_path.exists() else []
+        )
+
+    def wait(self, timeout_s: float, poll_s: float = 2.0) -> None:
+        """Until the ServerApp finished; FlowerError if the run failed or time ran out."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.log_path.exists() and of_kind(read_events(self.log_path), TrainingFinished):
+                return
+            status = self.status()
+            if status.startswith("finished") and not status.endswith("completed"):
+                raise FlowerError(f"run {self.run_id} {status}; see {self.work}/superlink.log")
+            time.sleep(poll_s)
+        raise FlowerError(f"run {self.run_id} not finished after {timeout_s:.0f} s")
+
+    def stop(self) -> None:
+        if self._superlink is not None:
+            stop_process(self._superlink)
+        for log in self._logs:
+            log.close()
+
+
+def start_supernode(options: SuperNodeOptions, log_path: Path) -> subprocess.Popen[bytes]:
+    """A SuperNode on this host (a device played here); its output goes to `log_path`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(supernode_command(options), stdout=log, stderr=subprocess.STDOUT)
+
+
+def stop_process(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,30 @@
+"""What the device-tier tests share: the example app, its config, in-process devices."""
+
+import sys
+import tomllib
+from pathlib import Path
+
+from atoll.platform.devices.local_grid import LocalGrid
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "fashion-mnist-flower"
+MODEL = "fmnist_flower.task:Net"
+
+
+def example_config(data_dir: Path, **overrides: int | float | str) -> dict[str, int | float | str]:
+    """The example app's run config, with its data where the tests find it."""
+    pyproject = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())
+    config = dict(pyproject["tool"]["flwr"]["app"]["config"])
+    config.update({"data-dir": str(data_dir), **overrides})
+    return config
+
+
+def local_devices(
+    data_dir: Path, partitions: list[int], num_partitions: int, **overrides: int | float | str
+) -> LocalGrid:
+    """Devices in this process running the example's ClientApp, as SuperNodes would."""
+    if str(EXAMPLE) not in sys.path:
+        sys.path.insert(0, str(EXAMPLE))
+    from fmnist_flower.client_app import app
+
+    nodes = {1000 + p: {"partition-id": p, "num-partitions": num_partitions} for p in partitions}
+    return LocalGrid(app, nodes, example_config(data_dir, **overrides))
