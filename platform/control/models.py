@@ -147,3 +147,27 @@ class Cursor(Base):
 
     name: Mapped[str] = mapped_column(sa.String(NAME_LENGTH), primary_key=True)
     value: Mapped[str] = mapped_column(sa.String(NAME_LENGTH))
+
+
+class EnrolToken(Base):
+    """A site's one-time enrolment token (only its hash); gone once used or revoked."""
+
+    __tablename__ = "control_enrol_tokens"
+
+    site: Mapped[str] = mapped_column(sa.String(NAME_LENGTH), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class SiteCertificate(Base):
+    """A certificate the CA signed for a site's own key; a revoked one stays, for the CRL."""
+
+    __tablename__ = "control_site_certificates"
+
+    serial: Mapped[str] = mapped_column(sa.String(64), primary_key=True)  # decimal: 159 bits
+    site: Mapped[str] = mapped_column(sa.String(NAME_LENGTH), index=True)
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    not_after: Mapped[datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # SHA-256 of its agent's Redis password (platform/bus/acl.py): Redis takes the hash.
+    redis_password_sha256: Mapped[str] = mapped_column(sa.String(64))
