@@ -74,6 +74,10 @@ class EdgeAgent:
         self.site = settings.name
         self.dirs = StateDir(settings.state_dir)
         self.incarnation = uuid4().hex
+        # The site's own data, read first: a missing or malformed dataset stops the agent with
+        # one line before it enrols or joins anything, and what it holds (never a sample) is
+        # reported to the control plane.
+        self.data = read_site_data(settings.data).report() if settings.data else None
         self.identity = Identity(self.site, settings.state_dir / "identity")
         token = settings.enrol_token.get_secret_value() if settings.enrol_token else None
         enrol(self.identity, settings.control_url, token, [settings.geo.host])
@@ -87,9 +91,6 @@ class EdgeAgent:
         self.registry = (
             RegistryLink(settings, self.dirs, file.registry_id) if settings.registry_url else None
         )
-        # The site's own data, read once here: a missing or malformed dataset stops the agent
-        # with one line, and what it holds (never a sample) is reported to the control plane.
-        self.data = read_site_data(settings.data).report() if settings.data else None
         limits = Limits(
             max_restarts=settings.max_restarts,
             stop_timeout_s=settings.stop_timeout_s,

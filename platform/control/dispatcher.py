@@ -1,7 +1,7 @@
 """The control plane's loop: liveness, scheduling, job states, and commands onto the bus.
 
 Each tick reads the sites' liveness keys, starts the pending jobs whose sites are
-ready (planning runs in a worker thread: it writes a CA per job), moves running jobs
+ready (planning runs in a worker thread, off the loop), moves running jobs
 through their lifecycle, and publishes every command that is due, which after a
 Redis restart is every command not yet applied.
 """

@@ -16,7 +16,7 @@ class Evaluation:
 def evaluate(model: nn.Module, data: Dataset, batch_size: int = 1000) -> Evaluation:
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
+    device = next(model.parameters(), torch.empty(0)).device  # none: a parameterless model
     correct, loss_sum = 0, 0.0
     for start in range(0, len(data), batch_size):
         x = data.x[start : start + batch_size].to(device)

@@ -1,5 +1,5 @@
-"""The control plane never opens a dataset and never loads PyTorch: it plans a job (a CA,
-certificates, each site's part) from the spec and what the sites reported."""
+"""The control plane never opens a dataset and never loads PyTorch: it plans a job
+(each site's part) from the spec and what the sites reported."""
 
 import json
 import subprocess
@@ -17,8 +17,8 @@ from atoll.platform.geo.job import GeoJob
 
 create_app()
 listen = {s: ("127.0.0.1", 9400 + i) for i, s in enumerate(["virginia", "frankfurt", "singapore"])}
-plan = plan_job("j", GeoJob(data="site", topology="three-continents"), listen, True, 60.0)
-emulated = plan_job("k", GeoJob(partition="label-skew:2"), listen, False, 60.0)
+plan = plan_job("j", GeoJob(data="site", topology="three-continents"), listen, 60.0)
+emulated = plan_job("k", GeoJob(partition="label-skew:2"), listen, 60.0)
 loaded = [m for m in ("torch", "atoll.platform.data.datasets", "atoll.platform.data.readers")
           if m in sys.modules]
 print(json.dumps({"loaded": loaded, "own": plan.starts["virginia"].model_dump(mode="json"),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from integration.control.harness import enrol_offline
 
 from atoll.edge.agent import EdgeAgent
 from atoll.edge.config import load_edge_settings
@@ -39,6 +40,7 @@ def test_the_agent_reports_what_its_data_is(tmp_path: Path) -> None:
     x = np.zeros((4, 8, 8), np.uint8)
     np.savez(good, x=x, y=np.array([0, 1, 1, 9]), x_test=x[:1], y_test=np.array([3]))
     config = site_file(tmp_path, {"format": "npz", "path": str(good), "schema": "digits"})
+    enrol_offline(tmp_path / "ca", tmp_path / "state", "x")  # it has its certificate
     agent = EdgeAgent(load_edge_settings(config))
     try:
         assert agent.data is not None
