@@ -121,29 +121,50 @@ class Bus:
     # -- telemetry -----------------------------------------------------------------
 
     def publish_telemetry(self, samples: list[Telemetry], maxlen: int) -> None:
+        """Each sample onto its site's stream (an agent's user may write only its own)."""
+
         def publish() -> None:
             pipe = self.redis.pipeline(transaction=False)
             for sample in samples:
-                pipe.xadd(self.keys.telemetry, _fields(sample), maxlen=maxlen, approximate=True)
+                stream = self.keys.telemetry(sample.site)
+                pipe.xadd(stream, _fields(sample), maxlen=maxlen, approximate=True)
             pipe.execute()
 
         if samples:
             self._do(publish)
 
-    def read_telemetry(self, after: str, block_ms: int, count: int = 500) -> list[Entry[Telemetry]]:
-        """Samples after entry id `after` ("$": only those still to come)."""
-        found = self._do(
-            lambda: self.redis.xread({self.keys.telemetry: after}, count=count, block=block_ms)
-        )
-        return [
-            (entry, None if fields is None else _parse(Telemetry, fields))
-            for _, entries in cast(StreamReply, found or [])
-            for entry, fields in entries
-        ]
+    def telemetry_sites(self) -> list[str]:
+        """The sites that have a telemetry stream."""
+        keys = self._do(lambda: list(self.redis.scan_iter(self.keys.telemetry_streams, 1000)))
+        return sorted(self.keys.site_of_telemetry_stream(str(k)) for k in keys)
 
-    def last_telemetry_id(self) -> str:
-        """The newest sample's id ("0-0" when there is none)."""
-        found = self._do(lambda: self.redis.xrevrange(self.keys.telemetry, count=1))
+    def read_telemetry(
+        self, after: dict[str, str], block_ms: int, count: int = 500
+    ) -> list[tuple[str, str, Telemetry | None]]:
+        """(site, entry id, sample) after each site's entry id. A sample is the site's whose
+        stream it is on: one that names another site is dropped, and logged."""
+        if not after:
+            return []
+        streams: dict[Any, Any] = {self.keys.telemetry(s): entry for s, entry in after.items()}
+        found = self._do(lambda: self.redis.xread(streams, count=count, block=block_ms))
+        read = []
+        for stream, entries in cast(StreamReply, found or []):
+            site = self.keys.site_of_telemetry_stream(stream)
+            for entry, fields in entries:
+                sample = None if fields is None else _parse(Telemetry, fields)
+                if sample is not None and sample.site != site:
+                    log.warning(
+                        "dropping telemetry on site %s's stream that claims to be %s's",
+                        site,
+                        sample.site,
+                    )
+                    sample = None
+                read.append((site, entry, sample))
+        return read
+
+    def last_telemetry_id(self, site: str) -> str:
+        """The site's newest sample's id ("0-0" when there is none)."""
+        found = self._do(lambda: self.redis.xrevrange(self.keys.telemetry(site), count=1))
         return str(found[0][0]) if found else "0-0"
 
     # -- liveness ------------------------------------------------------------------

@@ -26,9 +26,18 @@ class BusKeys:
     def status(self) -> str:
         return f"{self.prefix}:status"
 
+    def telemetry(self, site: str) -> str:
+        """A site's telemetry: a stream of its own, which only its Redis user may append to,
+        so a sample is the site's whatever it says (platform/bus/acl.py)."""
+        return f"{self.prefix}:telemetry:{site}"
+
     @property
-    def telemetry(self) -> str:
-        return f"{self.prefix}:telemetry"
+    def telemetry_streams(self) -> str:
+        """A SCAN pattern that matches every site's telemetry stream."""
+        return f"{self.prefix}:telemetry:*"
+
+    def site_of_telemetry_stream(self, key: str) -> str:
+        return key.removeprefix(f"{self.prefix}:telemetry:")
 
     @property
     def crl(self) -> str:
