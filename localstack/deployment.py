@@ -179,12 +179,6 @@ class LocalRedis:
         time.sleep(down_s)
         self.start()
 
-    def enrol_token(self, name: str) -> str:
-        """The operator's step before a site's first start (`atoll sites add NAME`); its
-        agent then enrols with the token."""
-        with self.client() as client:
-            return client.enrol_token(name).token
-
     def stop(self) -> None:
         if self.managed is not None:
             self.managed.stop(5)
@@ -413,6 +407,12 @@ class LocalDeployment:
         agent = Managed(f"agent {name}", argv, env, config.parent / "agent.log").start()
         self.agents[name] = agent
         return agent
+
+    def enrol_token(self, name: str) -> str:
+        """The operator's step before a site's first start (`atoll sites add NAME`); its
+        agent then enrols with the token."""
+        with self.client() as client:
+            return client.enrol_token(name).token
 
     def enrol_token(self, name: str) -> str:
         """The operator's step before a site's first start (`atoll sites add NAME`); its
