@@ -414,12 +414,6 @@ class LocalDeployment:
         with self.client() as client:
             return client.enrol_token(name).token
 
-    def enrol_token(self, name: str) -> str:
-        """The operator's step before a site's first start (`atoll sites add NAME`); its
-        agent then enrols with the token."""
-        with self.client() as client:
-            return client.enrol_token(name).token
-
     def stop(self) -> None:
         """Agents first (their sites checkpoint), then the services; nothing is left running."""
         for agent in self.agents.values():
