@@ -101,22 +101,58 @@ class Bus:
     # -- status --------------------------------------------------------------------
 
     def publish_status(self, status: AgentStatus) -> None:
+        """Onto the site's own status stream (an agent's user may write only its own)."""
+        stream = self.keys.status(status.site)
         self._do(
-            lambda: self.redis.xadd(
-                self.keys.status, _fields(status), maxlen=STATUS_MAXLEN, approximate=True
-            )
+            lambda: self.redis.xadd(stream, _fields(status), maxlen=STATUS_MAXLEN, approximate=True)
         )
+
+    def status_sites(self) -> list[str]:
+        """The sites that have a status stream."""
+        keys = self._do(lambda: list(self.redis.scan_iter(self.keys.status_streams, 1000)))
+        return sorted(self.keys.site_of_status_stream(str(k)) for k in keys)
 
     def read_status(
-        self, consumer: str, block_ms: int, pending: bool = False
-    ) -> list[Entry[AgentStatus]]:
-        return self._read_group(
-            self.keys.status, CONTROL_GROUP, consumer, AgentStatus, block_ms, pending
-        )
+        self, sites: list[str], consumer: str, block_ms: int, pending: bool = False
+    ) -> list[tuple[str, str, AgentStatus | None]]:
+        """(site, entry id, report) from the sites' status streams, through the control
+        plane's consumer group (made where missing). A report is the site's whose stream it
+        is on: one that names another site is dropped, and logged."""
+        streams: dict[Any, Any] = {self.keys.status(s): "0" if pending else ">" for s in sites}
 
-    def ack_status(self, entry_ids: list[str]) -> None:
+        def read() -> StreamReply:
+            try:
+                reply = self.redis.xreadgroup(
+                    CONTROL_GROUP, consumer, streams, count=100,
+                    block=None if pending else block_ms,
+                )  # fmt: skip
+            except ResponseError as e:
+                if "NOGROUP" not in str(e):
+                    raise
+                for stream in streams:  # a new site's stream, or a restarted Redis
+                    self._ensure_group(stream, CONTROL_GROUP)
+                return []
+            return cast(StreamReply, reply or [])
+
+        reports = []
+        for stream, entries in self._do(read):
+            site = self.keys.site_of_status_stream(stream)
+            for entry, fields in entries:
+                status = None if fields is None else _parse(AgentStatus, fields)
+                if status is not None and status.site != site:
+                    log.warning(
+                        "dropping a status report on site %s's stream that claims to be %s's",
+                        site,
+                        status.site,
+                    )
+                    status = None
+                reports.append((site, entry, status))
+        return reports
+
+    def ack_status(self, site: str, entry_ids: list[str]) -> None:
         if entry_ids:
-            self._do(lambda: self.redis.xack(self.keys.status, CONTROL_GROUP, *entry_ids))
+            stream = self.keys.status(site)
+            self._do(lambda: self.redis.xack(stream, CONTROL_GROUP, *entry_ids))
 
     # -- telemetry -----------------------------------------------------------------
 

@@ -22,9 +22,16 @@ class BusKeys:
     def commands(self, site: str) -> str:
         return f"{self.prefix}:commands:{site}"
 
+    def status(self, site: str) -> str:
+        """A site's status reports: a stream of its own, like its telemetry."""
+        return f"{self.prefix}:status:{site}"
+
     @property
-    def status(self) -> str:
-        return f"{self.prefix}:status"
+    def status_streams(self) -> str:
+        return f"{self.prefix}:status:*"
+
+    def site_of_status_stream(self, key: str) -> str:
+        return key.removeprefix(f"{self.prefix}:status:")
 
     def telemetry(self, site: str) -> str:
         """A site's telemetry: a stream of its own, which only its Redis user may append to,

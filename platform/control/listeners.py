@@ -22,16 +22,30 @@ _CURSOR = "telemetry"
 
 @dataclass
 class StatusListener:
+    """Reads every site's status stream (one per site: whose stream a report is on says
+    whose it is) through the control plane's consumer group."""
+
     database: Database
     bus: Bus
     hub: Hub
     _pending: bool = True  # a restarted control plane first takes what it left unacknowledged
+    _sites: list[str] = field(default_factory=list)
+    _next_scan: float = 0.0
 
     def reconnected(self) -> None:
         self._pending = True
+        self._next_scan = 0.0
 
     def step(self) -> None:
-        entries = self.bus.read_status(CONTROL_CONSUMER, _BLOCK_MS, pending=self._pending)
+        if time.monotonic() >= self._next_scan:
+            self._sites = self.bus.status_sites()
+            self._next_scan = time.monotonic() + _SCAN_S
+        if not self._sites:
+            time.sleep(_BLOCK_MS / 1000)
+            return
+        entries = self.bus.read_status(
+            self._sites, CONTROL_CONSUMER, _BLOCK_MS, pending=self._pending
+        )
         if self._pending and not entries:
             self._pending = False
             return
@@ -39,11 +53,12 @@ class StatusListener:
             return
         changed = []
         with self.database.writing() as session:
-            for _, status in entries:
+            for _, _, status in entries:
                 if status is not None and site_store.apply_status(session, status, utcnow()):
                     changed.append(status)
             session.commit()
-        self.bus.ack_status([entry_id for entry_id, _ in entries])
+        for site in {site for site, _, _ in entries}:
+            self.bus.ack_status(site, [entry for s, entry, _ in entries if s == site])
         for status in changed:
             self.hub.publish(
                 LiveEvent(

@@ -10,7 +10,7 @@ from integration.control.harness import own_redis, scratch_bus, shared_redis_url
 from atoll.platform.bus import Command, Telemetry
 from atoll.platform.bus.connection import Bus, BusDown
 from atoll.platform.bus.keys import BusKeys
-from atoll.platform.bus.messages import Beat
+from atoll.platform.bus.messages import AgentStatus, Beat
 
 pytestmark = pytest.mark.integration
 
@@ -99,3 +99,22 @@ def test_an_unreachable_redis_is_one_clear_error() -> None:
     bus = Bus("redis://127.0.0.1:1/0", BusKeys("atoll-test-restart"), timeout_s=0.5)
     with pytest.raises(BusDown, match="unreachable"):
         bus.epoch()
+
+
+def test_a_status_report_is_the_sites_whose_stream_it_is_on() -> None:
+    with scratch_bus(shared_redis_url()) as bus:
+        report = {
+            "incarnation": "i", "seq": 1, "time": 1.0, "state": "idle", "region": "r",
+            "geo_host": "h", "geo_port": 1, "geo_ports": 1, "version": "v",
+        }  # fmt: skip
+        forged = AgentStatus(site="b", **report)  # type: ignore[arg-type]
+        bus.redis.xadd(bus.keys.status("a"), dict(forged.encode()))  # a reports as b
+        bus.publish_status(AgentStatus(site="a", **report))  # type: ignore[arg-type]
+        assert bus.status_sites() == ["a"]
+        bus.read_status(["a"], "control", block_ms=10)  # makes the group
+        bus.redis.xadd(bus.keys.status("a"), dict(forged.encode()))
+        bus.publish_status(AgentStatus(site="a", **report))  # type: ignore[arg-type]
+        read = bus.read_status(["a"], "control", block_ms=10, pending=False)
+        assert [(site, s.site if s else None) for site, _, s in read] == [
+            ("a", None), ("a", "a"), ("a", None), ("a", "a")
+        ]  # fmt: skip

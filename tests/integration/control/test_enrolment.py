@@ -155,7 +155,8 @@ def test_a_sites_redis_user_reaches_only_its_own_part_of_redis(
         "write another site's liveness key": lambda: a.set(keys.alive("b"), "{}"),
         "read the telemetry": lambda: a.xrange(keys.telemetry("a")),
         "write telemetry as another site": lambda: a.xadd(keys.telemetry("b"), {"m": "{}"}),
-        "read the status reports": lambda: a.xread({keys.status: "0"}),
+        "read its status reports": lambda: a.xread({keys.status("a"): "0"}),
+        "report as another site": lambda: a.xadd(keys.status("b"), {"m": "{}"}),
         "write a command": lambda: a.xadd(keys.commands("b"), {"m": "{}"}),
         "list the keys": lambda: a.keys("*"),
         "change the users": lambda: a.acl_setuser(user, enabled=True, commands=["+@all"]),
@@ -169,7 +170,7 @@ def test_a_sites_redis_user_reaches_only_its_own_part_of_redis(
     # Redis merges repeats of one refusal (same user, reason and object) into one entry.
     objects = {entry["object"] for entry in refused}
     # by key (a command it may run, on a key not its own) or by command (one it may not run)
-    assert objects >= {keys.commands("b"), keys.alive("b"), keys.telemetry("b")}
+    assert objects >= {keys.commands("b"), keys.alive("b"), keys.telemetry("b"), keys.status("b")}
     assert objects >= {"xrange", "xread", "keys"}
 
 

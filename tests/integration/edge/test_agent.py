@@ -73,7 +73,7 @@ class Agent:
         return self.process.start()
 
     def status(self) -> AgentStatus | None:
-        for _, fields in self.bus.redis.xrevrange(self.bus.keys.status, count=200):
+        for _, fields in self.bus.redis.xrevrange(self.bus.keys.status("a"), count=200):
             status = AgentStatus.decode(fields)
             if status.site == "a":
                 return status
