@@ -61,7 +61,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeProject
 
 @pytest.fixture(scope="module")
 def control(project: ComposeProject) -> Iterator[ControlClient]:
-    with ControlClient(project.url("control", 8800), project.admin_token, retries=10) as client:
+    with ControlClient(
+        project.url("control", 8800), project.admin_token, retries=10, ca_file=str(project.ca_file)
+    ) as client:
         yield client
 
 
@@ -77,13 +79,17 @@ def test_every_service_comes_up_healthy_and_each_role_answers(
     project: ComposeProject, control: ControlClient
 ) -> None:
     assert project.health() == dict.fromkeys(
-        ["redis", "postgres", "registry", "control", *map(edge, SITES)], "healthy"
-    )
+        ["redis", "postgres", "registry", "control", "web", *map(edge, SITES)], "healthy"
+    ) | {"certs": project.health().get("certs", "")}  # the one-shot step has no healthcheck
     for service, port in (("registry", 8700), ("control", 8800)):
-        ready = httpx.get(f"{project.url(service, port)}/readyz", timeout=10)
+        ready = httpx.get(
+            f"{project.url(service, port)}/readyz", timeout=10, verify=str(project.ca_file)
+        )
         assert ready.status_code == 200, (service, ready.text)
     # Each agent registered itself with the registry and heartbeats on the bus.
-    registry = RegistryClient(project.url("registry", 8700), project.admin_token)
+    registry = RegistryClient(
+        project.url("registry", 8700), project.admin_token, ca_file=str(project.ca_file)
+    )
     with registry:
         registered = {s.name: s for s in registry.iter_sites()}
     assert {name: s.region for name, s in registered.items()} == SITES
