@@ -8,6 +8,7 @@ Slow (minutes): `make compose-test`, or `pytest -m containers`. Needs podman (se
 fails the test, elsewhere it skips."""
 
 import shutil
+import ssl
 import time
 from collections.abc import Iterator
 
@@ -85,7 +86,9 @@ def test_every_service_comes_up_healthy_and_each_role_answers(
     )
     for service, port in (("registry", 8700), ("control", 8800)):
         ready = httpx.get(
-            f"{project.url(service, port)}/readyz", timeout=10, verify=str(project.ca_file)
+            f"{project.url(service, port)}/readyz",
+            timeout=10,
+            verify=ssl.create_default_context(cafile=project.ca_file),
         )
         assert ready.status_code == 200, (service, ready.text)
     # Each agent registered itself with the registry and heartbeats on the bus.
