@@ -33,3 +33,31 @@ def server_cert(
 
     issue_server_certificate(folder, host, cert, key)
     print(f"wrote {cert} and {key} for {', '.join(host)}")
+
+
+@app.command("bootstrap")
+def bootstrap(
+    folder: FolderArgument,
+    tls_dir: Annotated[
+        Path, typer.Option(help="Where the services' certificate and key go (server.pem/.key).")
+    ],
+    public_dir: Annotated[Path, typer.Option(help="Where only the CA's certificate goes.")],
+    host: Annotated[list[str], typer.Option("--host", help="A service's host name; repeatable.")],
+) -> None:
+    """What a deployment needs before its services start, made once (it changes nothing
+    that is there): a CA in FOLDER, one certificate for the services' HOSTs, and the CA's
+    certificate alone in PUBLIC_DIR, for the sites. docker-compose.yml's `certs` step."""
+    import shutil
+
+    from atoll.platform.control.authority import CA_CERT, init_authority, issue_server_certificate
+
+    if not (folder / CA_CERT).exists():
+        init_authority(folder)
+        print(f"made a CA in {folder}")
+    cert, key = tls_dir / "server.pem", tls_dir / "server.key"
+    if not cert.exists() or not key.exists():
+        issue_server_certificate(folder, host, cert, key)
+        shutil.copy(folder / CA_CERT, tls_dir / CA_CERT)
+        print(f"wrote {cert} for {', '.join(host)}")
+    public_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(folder / CA_CERT, public_dir / CA_CERT)

@@ -98,7 +98,9 @@ class EdgeAgent:
             registry=self.registry is not None,
             has_data=settings.data is not None,
         )
-        self.core = AgentCore(self.site, limits, file, self.dirs.load_ledger())
+        self.core = AgentCore(
+            self.site, limits, file, self.dirs.load_ledger(), self.identity.command_verifier()
+        )
         self.sites: dict[str, SiteProcess] = {}  # every job's site, running or not
         self._signals: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._seq = 0

@@ -76,6 +76,9 @@ class EdgeSettings(BaseSettings):
     enrol_token: SecretStr | None = Field(
         None, description="the site's one-time enrolment token (`atoll sites token NAME`)"
     )
+    ca_file: Path | None = Field(
+        None, description="the CA whose certificates the services it calls must have"
+    )
     crl_poll_s: float = Field(10.0, gt=0, description="how often the revocation list is read")
     registry_url: str | None = Field(None, description="without one the agent does not register")
     registry_token: SecretStr | None = Field(None, description="this site's registry token")

@@ -48,6 +48,7 @@ from atoll.platform.bus.messages import (
     Outcome,
     Telemetry,
 )
+from atoll.platform.bus.signing import CommandVerifier
 from atoll.platform.core.events import TrainingStarted, is_site_event
 from atoll.platform.site.progress import SiteProgress
 from atoll.platform.site.supervise import SiteExit, after_exit
@@ -78,8 +79,16 @@ class Running:
 
 
 class AgentCore:
-    def __init__(self, site: str, limits: Limits, file: AgentFile, ledger: CommandLedger) -> None:
+    def __init__(
+        self,
+        site: str,
+        limits: Limits,
+        file: AgentFile,
+        ledger: CommandLedger,
+        commands: CommandVerifier,
+    ) -> None:
         self.site = site
+        self.commands = commands  # the control plane's key: only what it signed is applied
         self.limits = limits
         self.file = file  # what is saved: the jobs, draining/removed, the registry id
         self.ledger = ledger
@@ -163,6 +172,10 @@ class AgentCore:
         command = arrived.command
         if command is None or command.site != self.site:
             return [Ack(arrived.entry_id)]  # unreadable, or not for this site: never will be
+        problem = self.commands.problem(command, arrived.at.wall)
+        if problem is not None:
+            refused = f"refused {command.kind} command {command.id} for site {self.site}: {problem}"
+            return [Note("warning", refused), Ack(arrived.entry_id)]
         if self.ledger.seen(command.id) is not None:
             return [SaveLedger(), Ack(arrived.entry_id)]  # the duplicate count
         outcome, detail, effects = self._commands[command.kind](command, arrived.at)

@@ -5,6 +5,7 @@ CA signed for it at enrolment. The private key never leaves this folder (mode 06
     identity/<site>.pem      its certificate: urn:atoll:site:<site>
     identity/ca.pem          the federation's CA
     identity/crl.pem         the CA's revocation list, kept current from Redis
+    identity/commands.pub    the control plane's key, which every command is signed with
     identity/redis.json      its own Redis user and password, when in use (0600)
 
 The site's geo links use these files as they are (tls_dir); so does nothing else.
@@ -21,6 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from atoll.platform.bus.signing import CommandVerifier
 from atoll.platform.control.client import ControlClient
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.files import write_atomically, write_private
@@ -52,12 +54,20 @@ class Identity:
         return self.folder / "crl.pem"
 
     @property
+    def command_key_file(self) -> Path:
+        return self.folder / "commands.pub"
+
+    def command_verifier(self) -> CommandVerifier:
+        return CommandVerifier.from_pem(self.command_key_file.read_bytes())
+
+    @property
     def redis_file(self) -> Path:
         return self.folder / "redis.json"
 
     @property
     def enrolled(self) -> bool:
-        return self.cert_file.is_file() and self.ca_file.is_file() and self.key_file.is_file()
+        files = (self.cert_file, self.ca_file, self.key_file, self.command_key_file)
+        return all(f.is_file() for f in files)
 
     def redis_url(self, url: str) -> str:
         """`url` with this site's own Redis user in it, when it has one."""
@@ -107,6 +117,7 @@ def store_enrolment(
     certificate: str,
     ca: str,
     crl: str,
+    command_key: str,
     redis_user: str | None,
     redis_password: str | None,
 ) -> None:
@@ -128,6 +139,7 @@ def store_enrolment(
     if cert.public_key() != key.public_key():
         raise AtollError("the CA's certificate is not for this site's key")
     write_atomically(identity.ca_file, ca.encode())
+    write_atomically(identity.command_key_file, command_key.encode())
     identity.save_crl(crl)
     if redis_user is not None and redis_password is not None:
         write_private(
@@ -154,7 +166,7 @@ def enrol(identity: Identity, control_url: str | None, token: str | None, hosts:
             f"the enrolment token is for site {answer.site!r}, but this agent is {identity.site!r}"
         )
     store_enrolment(
-        identity, answer.certificate, answer.ca, answer.crl, answer.redis_user,
-        answer.redis_password,
+        identity, answer.certificate, answer.ca, answer.crl, answer.command_key,
+        answer.redis_user, answer.redis_password,
     )  # fmt: skip
     log.info("site %s enrolled; its key stays in %s", identity.site, identity.folder)

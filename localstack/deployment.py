@@ -123,8 +123,10 @@ def wait_until(
     raise AtollError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
-def http_ready(url: str, verify: ssl.SSLContext | bool = True) -> Callable[[], bool]:
-    return lambda: httpx.get(url, timeout=2.0, verify=verify).status_code == 200
+def http_ready(
+    url: str, verify: Callable[[], ssl.SSLContext | bool] = lambda: True
+) -> Callable[[], bool]:
+    return lambda: httpx.get(url, timeout=2.0, verify=verify()).status_code == 200
 
 
 @dataclass
@@ -326,7 +328,7 @@ class LocalDeployment:
             **self.tls_env(serves=True),
         }
         self.registry = Managed("registry", argv, env, self.root / "registry.log").start()
-        ready = http_ready(f"{self.registry_url}/readyz", self.verify)
+        ready = http_ready(f"{self.registry_url}/readyz", lambda: self.verify)
         wait_until("the registry", ready, 60, self.registry)
         return self.registry
 
@@ -346,7 +348,7 @@ class LocalDeployment:
             **self.control_env,
         }
         self.control = Managed("control plane", argv, env, self.root / "control.log").start()
-        ready = http_ready(f"{self.control_url}/readyz", self.verify)
+        ready = http_ready(f"{self.control_url}/readyz", lambda: self.verify)
         wait_until("the control plane", ready, 120, self.control)
         return self.control
 
@@ -371,7 +373,7 @@ class LocalDeployment:
             **(settings or {}),
         }
         web = Managed(f"dashboard ({name})", argv, env, self.root / f"{name}.log").start()
-        ready = http_ready(f"{self.scheme}://127.0.0.1:{port}/healthz", self.verify)
+        ready = http_ready(f"{self.scheme}://127.0.0.1:{port}/healthz", lambda: self.verify)
         wait_until("the dashboard", ready, 60, web)
         return web
 
@@ -406,12 +408,16 @@ class LocalDeployment:
             **self.tls_env(serves=False),
         }
         if not (config.parent / "state" / "identity" / f"{name}.pem").exists():
-            # First start: the operator's step, `atoll sites add NAME`, then the agent enrols.
-            with self.client() as client:
-                env["ATOLL_ENROL_TOKEN"] = client.enrol_token(name).token
+            env["ATOLL_ENROL_TOKEN"] = self.enrol_token(name)
         agent = Managed(f"agent {name}", argv, env, config.parent / "agent.log").start()
         self.agents[name] = agent
         return agent
+
+    def enrol_token(self, name: str) -> str:
+        """The operator's step before a site's first start (`atoll sites add NAME`); its
+        agent then enrols with the token."""
+        with self.client() as client:
+            return client.enrol_token(name).token
 
     def stop(self) -> None:
         """Agents first (their sites checkpoint), then the services; nothing is left running."""

@@ -3,8 +3,9 @@
 Pure (no Redis here): `platform/control/access.py` sends these with ACL SETUSER when a
 site enrols and removes the user (ACL DELUSER) when it is revoked. An agent may read
 and acknowledge only its own command stream (through its consumer group), set only
-its own liveness key, and append to the status and telemetry streams, which it may
-not read. Nothing else: no other key, no pub/sub channel, no admin command.
+its own liveness key, append to its own status and telemetry streams (which it may not
+read), and read the revocation list. Nothing else: no other key, no pub/sub channel, no
+admin command.
 """
 
 from dataclasses import dataclass
@@ -53,8 +54,8 @@ def site_acl(keys: BusKeys, site: str, password_sha256: str) -> SiteAcl:
             *_COMMANDS,
             f"%RW~{keys.commands(site)}",
             f"%RW~{keys.alive(site)}",  # read: the container healthcheck
-            f"%W~{keys.status}",
-            f"%W~{keys.telemetry}",
+            f"%W~{keys.status(site)}",
+            f"%W~{keys.telemetry(site)}",
             f"%R~{keys.crl}",
             "resetchannels",
         ),

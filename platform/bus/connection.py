@@ -101,49 +101,106 @@ class Bus:
     # -- status --------------------------------------------------------------------
 
     def publish_status(self, status: AgentStatus) -> None:
+        """Onto the site's own status stream (an agent's user may write only its own)."""
+        stream = self.keys.status(status.site)
         self._do(
-            lambda: self.redis.xadd(
-                self.keys.status, _fields(status), maxlen=STATUS_MAXLEN, approximate=True
-            )
+            lambda: self.redis.xadd(stream, _fields(status), maxlen=STATUS_MAXLEN, approximate=True)
         )
+
+    def status_sites(self) -> list[str]:
+        """The sites that have a status stream."""
+        keys = self._do(lambda: list(self.redis.scan_iter(self.keys.status_streams, 1000)))
+        return sorted(self.keys.site_of_status_stream(str(k)) for k in keys)
 
     def read_status(
-        self, consumer: str, block_ms: int, pending: bool = False
-    ) -> list[Entry[AgentStatus]]:
-        return self._read_group(
-            self.keys.status, CONTROL_GROUP, consumer, AgentStatus, block_ms, pending
-        )
+        self, sites: list[str], consumer: str, block_ms: int, pending: bool = False
+    ) -> list[tuple[str, str, AgentStatus | None]]:
+        """(site, entry id, report) from the sites' status streams, through the control
+        plane's consumer group (made where missing). A report is the site's whose stream it
+        is on: one that names another site is dropped, and logged."""
+        streams: dict[Any, Any] = {self.keys.status(s): "0" if pending else ">" for s in sites}
 
-    def ack_status(self, entry_ids: list[str]) -> None:
+        def read() -> StreamReply:
+            try:
+                reply = self.redis.xreadgroup(
+                    CONTROL_GROUP, consumer, streams, count=100,
+                    block=None if pending else block_ms,
+                )  # fmt: skip
+            except ResponseError as e:
+                if "NOGROUP" not in str(e):
+                    raise
+                for stream in streams:  # a new site's stream, or a restarted Redis
+                    self._ensure_group(stream, CONTROL_GROUP)
+                return []
+            return cast(StreamReply, reply or [])
+
+        reports = []
+        for stream, entries in self._do(read):
+            site = self.keys.site_of_status_stream(stream)
+            for entry, fields in entries:
+                status = None if fields is None else _parse(AgentStatus, fields)
+                if status is not None and status.site != site:
+                    log.warning(
+                        "dropping a status report on site %s's stream that claims to be %s's",
+                        site,
+                        status.site,
+                    )
+                    status = None
+                reports.append((site, entry, status))
+        return reports
+
+    def ack_status(self, site: str, entry_ids: list[str]) -> None:
         if entry_ids:
-            self._do(lambda: self.redis.xack(self.keys.status, CONTROL_GROUP, *entry_ids))
+            stream = self.keys.status(site)
+            self._do(lambda: self.redis.xack(stream, CONTROL_GROUP, *entry_ids))
 
     # -- telemetry -----------------------------------------------------------------
 
     def publish_telemetry(self, samples: list[Telemetry], maxlen: int) -> None:
+        """Each sample onto its site's stream (an agent's user may write only its own)."""
+
         def publish() -> None:
             pipe = self.redis.pipeline(transaction=False)
             for sample in samples:
-                pipe.xadd(self.keys.telemetry, _fields(sample), maxlen=maxlen, approximate=True)
+                stream = self.keys.telemetry(sample.site)
+                pipe.xadd(stream, _fields(sample), maxlen=maxlen, approximate=True)
             pipe.execute()
 
         if samples:
             self._do(publish)
 
-    def read_telemetry(self, after: str, block_ms: int, count: int = 500) -> list[Entry[Telemetry]]:
-        """Samples after entry id `after` ("$": only those still to come)."""
-        found = self._do(
-            lambda: self.redis.xread({self.keys.telemetry: after}, count=count, block=block_ms)
-        )
-        return [
-            (entry, None if fields is None else _parse(Telemetry, fields))
-            for _, entries in cast(StreamReply, found or [])
-            for entry, fields in entries
-        ]
+    def telemetry_sites(self) -> list[str]:
+        """The sites that have a telemetry stream."""
+        keys = self._do(lambda: list(self.redis.scan_iter(self.keys.telemetry_streams, 1000)))
+        return sorted(self.keys.site_of_telemetry_stream(str(k)) for k in keys)
 
-    def last_telemetry_id(self) -> str:
-        """The newest sample's id ("0-0" when there is none)."""
-        found = self._do(lambda: self.redis.xrevrange(self.keys.telemetry, count=1))
+    def read_telemetry(
+        self, after: dict[str, str], block_ms: int, count: int = 500
+    ) -> list[tuple[str, str, Telemetry | None]]:
+        """(site, entry id, sample) after each site's entry id. A sample is the site's whose
+        stream it is on: one that names another site is dropped, and logged."""
+        if not after:
+            return []
+        streams: dict[Any, Any] = {self.keys.telemetry(s): entry for s, entry in after.items()}
+        found = self._do(lambda: self.redis.xread(streams, count=count, block=block_ms))
+        read = []
+        for stream, entries in cast(StreamReply, found or []):
+            site = self.keys.site_of_telemetry_stream(stream)
+            for entry, fields in entries:
+                sample = None if fields is None else _parse(Telemetry, fields)
+                if sample is not None and sample.site != site:
+                    log.warning(
+                        "dropping telemetry on site %s's stream that claims to be %s's",
+                        site,
+                        sample.site,
+                    )
+                    sample = None
+                read.append((site, entry, sample))
+        return read
+
+    def last_telemetry_id(self, site: str) -> str:
+        """The site's newest sample's id ("0-0" when there is none)."""
+        found = self._do(lambda: self.redis.xrevrange(self.keys.telemetry(site), count=1))
         return str(found[0][0]) if found else "0-0"
 
     # -- liveness ------------------------------------------------------------------

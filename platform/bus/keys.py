@@ -22,13 +22,29 @@ class BusKeys:
     def commands(self, site: str) -> str:
         return f"{self.prefix}:commands:{site}"
 
-    @property
-    def status(self) -> str:
-        return f"{self.prefix}:status"
+    def status(self, site: str) -> str:
+        """A site's status reports: a stream of its own, like its telemetry."""
+        return f"{self.prefix}:status:{site}"
 
     @property
-    def telemetry(self) -> str:
-        return f"{self.prefix}:telemetry"
+    def status_streams(self) -> str:
+        return f"{self.prefix}:status:*"
+
+    def site_of_status_stream(self, key: str) -> str:
+        return key.removeprefix(f"{self.prefix}:status:")
+
+    def telemetry(self, site: str) -> str:
+        """A site's telemetry: a stream of its own, which only its Redis user may append to,
+        so a sample is the site's whatever it says (platform/bus/acl.py)."""
+        return f"{self.prefix}:telemetry:{site}"
+
+    @property
+    def telemetry_streams(self) -> str:
+        """A SCAN pattern that matches every site's telemetry stream."""
+        return f"{self.prefix}:telemetry:*"
+
+    def site_of_telemetry_stream(self, key: str) -> str:
+        return key.removeprefix(f"{self.prefix}:telemetry:")
 
     @property
     def crl(self) -> str:

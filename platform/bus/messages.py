@@ -53,6 +53,10 @@ class Command(Message):
     job_id: str | None = None
     issued_at: float
     start: StartJob | None = None  # for start_job
+    # The control plane's Ed25519 signature (platform/bus/signing.py) over the rest, made
+    # when it puts the command on the bus (`signed_at`, again at each retry).
+    signed_at: float | None = None
+    signature: str | None = None
 
 
 class AppliedCommand(Message):

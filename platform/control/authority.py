@@ -1,8 +1,10 @@
 """The federation's certificate authority: it signs each site's own key (sent as a
 certificate signing request at enrolment) and publishes the list of revoked ones.
 
-Its key stays in its folder (mode 0600): `atoll ca init DIR` makes one, or an operator
-puts the certificate and key of a CA of their own there (`ca.pem`, `ca.key`; EC P-256).
+It also holds the control plane's command signing key (`commands.key`, Ed25519), whose
+public half each site gets at enrolment. Its keys stay in its folder (mode 0600):
+`atoll ca init DIR` makes one, or an operator puts the certificate and key of a CA of
+their own there (`ca.pem`, `ca.key`; EC P-256; `commands.key` is then made beside them).
 A site certificate names the site in a URI subjectAltName, `urn:atoll:site:NAME`, which
 geo links check against the name the peer claims.
 
@@ -23,6 +25,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from atoll.platform.bus.signing import CommandSigner, new_signing_key
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.files import write_private
 from atoll.platform.net.certs import ca_certificate, leaf_certificate, private_pem
@@ -30,6 +33,7 @@ from atoll.platform.net.tls import SITE_URI_PREFIX
 
 CA_CERT = "ca.pem"
 CA_KEY = "ca.key"
+COMMAND_KEY = "commands.key"  # Ed25519: signs every command (platform/bus/signing.py)
 SITE_DAYS = 365
 CRL_DAYS = 7  # a CRL is published again on every change and at least this often
 
@@ -72,6 +76,10 @@ class Authority:
         if not isinstance(key, ec.EllipticCurvePrivateKey):
             raise AuthorityError(f"{key_file}: only an EC (P-256) CA key is supported")
         self.key = key
+        command_key = folder / COMMAND_KEY
+        if not command_key.is_file():  # an operator's CA comes without one: make it here
+            write_private(command_key, new_signing_key())
+        self.signer = CommandSigner.from_pem(command_key.read_bytes())
 
     @property
     def cert_pem(self) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.messages import Command as CommandMessage
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
@@ -55,6 +56,7 @@ class Dispatcher:
     board: LivenessBoard = field(default_factory=LivenessBoard)
     # Called with each Redis epoch (a fresh control plane, a restarted Redis).
     on_new_epoch: Callable[[], None] = lambda: None
+    sign: Callable[[CommandMessage], CommandMessage] = lambda command: command
     policy: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     epoch: str | None = None
     offline_since: dict[str, float] = field(default_factory=dict)
@@ -242,7 +244,7 @@ class Dispatcher:
                 )
             ]
         for command in due:
-            self.bus.publish_command(command_store.as_message(command))
+            self.bus.publish_command(self.sign(command_store.as_message(command)))
             with self.database.writing() as session:
                 stored = session.get(Command, command.id)
                 if stored is not None:

@@ -11,11 +11,13 @@ list in Redis) and removes its Redis user.
 
 import logging
 import threading
+import time
 
 from cryptography.hazmat.primitives.serialization import Encoding
 from sqlalchemy.orm import Session
 
 from atoll.platform.bus.connection import AccessRefused, Bus, BusDown
+from atoll.platform.bus.messages import Command
 from atoll.platform.control import access
 from atoll.platform.control.authority import Authority, AuthorityError
 from atoll.platform.control.core.config import ControlSettings
@@ -82,9 +84,16 @@ class Enrolment:
             certificate=cert.public_bytes(Encoding.PEM).decode(),
             ca=ca.cert_pem,
             crl=crl,
+            command_key=ca.signer.public_pem(),
             redis_user=user,
             redis_password=password if user is not None else None,
         )
+
+    def sign(self, command: Command) -> Command:
+        """The command as it goes on the bus: signed now (an agent refuses it unsigned)."""
+        if self.authority is None:
+            return command
+        return self.authority.signer.sign(command, time.time())
 
     def revoke(self, session: Session, site: str) -> int:
         count = identities.revoke_site(session, site, utcnow())

@@ -2,6 +2,7 @@
 stored), telemetry into the history and out to live clients."""
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from atoll.platform.bus.connection import Bus
@@ -15,21 +16,36 @@ from atoll.platform.service.sql import utcnow
 
 log = logging.getLogger("atoll.control")
 _BLOCK_MS = 500
+_SCAN_S = 2.0  # how often new sites' telemetry streams are looked for
 _CURSOR = "telemetry"
 
 
 @dataclass
 class StatusListener:
+    """Reads every site's status stream (one per site: whose stream a report is on says
+    whose it is) through the control plane's consumer group."""
+
     database: Database
     bus: Bus
     hub: Hub
     _pending: bool = True  # a restarted control plane first takes what it left unacknowledged
+    _sites: list[str] = field(default_factory=list)
+    _next_scan: float = 0.0
 
     def reconnected(self) -> None:
         self._pending = True
+        self._next_scan = 0.0
 
     def step(self) -> None:
-        entries = self.bus.read_status(CONTROL_CONSUMER, _BLOCK_MS, pending=self._pending)
+        if time.monotonic() >= self._next_scan:
+            self._sites = self.bus.status_sites()
+            self._next_scan = time.monotonic() + _SCAN_S
+        if not self._sites:
+            time.sleep(_BLOCK_MS / 1000)
+            return
+        entries = self.bus.read_status(
+            self._sites, CONTROL_CONSUMER, _BLOCK_MS, pending=self._pending
+        )
         if self._pending and not entries:
             self._pending = False
             return
@@ -37,11 +53,12 @@ class StatusListener:
             return
         changed = []
         with self.database.writing() as session:
-            for _, status in entries:
+            for _, _, status in entries:
                 if status is not None and site_store.apply_status(session, status, utcnow()):
                     changed.append(status)
             session.commit()
-        self.bus.ack_status([entry_id for entry_id, _ in entries])
+        for site in {site for site, _, _ in entries}:
+            self.bus.ack_status(site, [entry for s, entry, _ in entries if s == site])
         for status in changed:
             self.hub.publish(
                 LiveEvent(
@@ -57,35 +74,57 @@ class StatusListener:
 
 @dataclass
 class TelemetryListener:
+    """Reads every site's telemetry stream (one per site: whose stream it is on says whose a
+    sample is), each from where it got to, kept in SQL per Redis epoch."""
+
     database: Database
     bus: Bus
     hub: Hub
-    _cursor: str | None = None
+    _cursors: dict[str, str] | None = None  # site -> the last entry id read
     _epoch: str | None = field(default=None)
+    _next_scan: float = 0.0
 
     def reconnected(self) -> None:
-        self._cursor = None  # Redis may be a new one: find out where to read from
+        self._cursors = None  # Redis may be a new one: find out where to read from
 
     def step(self) -> None:
-        if self._cursor is None:
+        if self._cursors is None:
             self._epoch = self.bus.epoch()
-            with self.database.reading() as session:
-                stored = telemetry_store.get_cursor(session, _CURSOR)
-            epoch, _, entry = (stored or "").partition("/")
-            # A restarted Redis numbers its stream anew: read that one from its start.
-            self._cursor = entry if stored and epoch == self._epoch else "0-0"
-        entries = self.bus.read_telemetry(self._cursor, _BLOCK_MS)
+            self._cursors, self._next_scan = {}, 0.0
+        if time.monotonic() >= self._next_scan:
+            self._add_new_sites(self._cursors)
+            self._next_scan = time.monotonic() + _SCAN_S
+        if not self._cursors:
+            time.sleep(_BLOCK_MS / 1000)  # no site has sent any yet
+            return
+        entries = self.bus.read_telemetry(self._cursors, _BLOCK_MS)
         if not entries:
             return
-        samples = [s for _, s in entries if s is not None]
-        last = entries[-1][0]
+        samples = [s for _, _, s in entries if s is not None]
+        last = {site: entry for site, entry, _ in entries}
         with self.database.writing() as session:
             telemetry_store.record(session, samples, utcnow())
-            telemetry_store.set_cursor(session, _CURSOR, f"{self._epoch}/{last}")
+            for site, entry in last.items():
+                telemetry_store.set_cursor(session, _cursor(site), f"{self._epoch}/{entry}")
             session.commit()
-        self._cursor = last
+        self._cursors.update(last)
         for sample in samples:
             self.hub.publish(LiveEvent("telemetry", _public(sample), sample.job_id))
+
+    def _add_new_sites(self, cursors: dict[str, str]) -> None:
+        new = [site for site in self.bus.telemetry_sites() if site not in cursors]
+        if not new:
+            return
+        with self.database.reading() as session:
+            stored = {site: telemetry_store.get_cursor(session, _cursor(site)) for site in new}
+        for site, value in stored.items():
+            epoch, _, entry = (value or "").partition("/")
+            # A restarted Redis numbers its streams anew: read those from their start.
+            cursors[site] = entry if value and epoch == self._epoch else "0-0"
+
+
+def _cursor(site: str) -> str:
+    return f"{_CURSOR}:{site}"
 
 
 def _public(sample: Telemetry) -> dict:

@@ -145,7 +145,7 @@ class Cursor(Base):
 
     __tablename__ = "control_cursors"
 
-    name: Mapped[str] = mapped_column(sa.String(NAME_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(128), primary_key=True)  # telemetry:<site>
     value: Mapped[str] = mapped_column(sa.String(NAME_LENGTH))
 
 

@@ -166,6 +166,7 @@ class EnrolOut(BaseModel):
     certificate: str = Field(description="PEM: the site's certificate, for its own key.")
     ca: str = Field(description="PEM: the federation's CA, which every site trusts.")
     crl: str = Field(description="PEM: the CA's revocation list, as of now.")
+    command_key: str = Field(description="PEM: the public key the control plane signs with.")
     redis_user: str | None = Field(description="The site's own Redis user (None: not in use).")
     redis_password: str | None = Field(description="Its password, shown only now.")
 

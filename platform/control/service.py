@@ -30,7 +30,12 @@ class ControlService:
         self.buses = [Bus(url, keys) for _ in range(5)]
         self.enrolment = Enrolment(settings, database, self.buses[4])
         self.dispatcher = Dispatcher(
-            database, self.buses[0], settings, hub, on_new_epoch=self.enrolment.restore
+            database,
+            self.buses[0],
+            settings,
+            hub,
+            on_new_epoch=self.enrolment.restore,
+            sign=self.enrolment.sign,
         )
         self.status = StatusListener(database, self.buses[1], hub)
         self.telemetry = TelemetryListener(database, self.buses[2], hub)

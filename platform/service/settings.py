@@ -27,6 +27,9 @@ class TlsSettings(BaseSettings):
 
     tls_cert_file: Path | None = Field(None, description="PEM certificate chain: serve HTTPS")
     tls_key_file: Path | None = Field(None, description="its private key (PEM)")
+    ca_file: Path | None = Field(
+        None, description="the CA whose certificates it accepts from the services it calls"
+    )
 
     def files(self) -> tuple[Path, Path] | None:
         """(certificate, key), or None for plain HTTP; AtollError when half set or missing."""
@@ -40,7 +43,7 @@ class TlsSettings(BaseSettings):
         return self.tls_cert_file, self.tls_key_file
 
 
-class ServiceSettings(BaseSettings):
+class ServiceSettings(TlsSettings):
     model_config = SettingsConfigDict(env_prefix="ATOLL_", extra="ignore")
 
     # What a subclass names: its SQLite file, and what no admin token would make impossible.

@@ -15,6 +15,10 @@ from pathlib import Path
 
 from support import REPO_ROOT
 
+from atoll.platform.control.client import ControlClient
+
+ENROLLED_SITES = ("virginia", "frankfurt", "singapore")  # the compose file's agents
+
 BUILD_SCRIPT = REPO_ROOT / "deploy" / "images" / "build.sh"
 HEALTHCHECKS = REPO_ROOT / "deploy" / "podman" / "healthchecks.py"
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
@@ -164,14 +168,27 @@ class ComposeProject:
             )
         return result.stdout
 
+    @property
+    def ca_file(self) -> Path:
+        """The federation's CA, which the services' certificates are checked against."""
+        return self.root / "ca.pem"
+
     def up(self, timeout_s: int = 600) -> None:
         """Every service started in dependency order and healthy (compose waits on each
-        `depends_on: condition: service_healthy`, then on all with --wait)."""
+        `depends_on: condition: service_healthy`, then on all with --wait): first the
+        services, then, with an enrolment token for each site in the env file (the
+        operator's `atoll sites add`, README), the agents."""
+        wait = ["--detach", "--no-build", "--wait", "--wait-timeout", str(timeout_s)]
         try:
-            self.compose(
-                "up", "--detach", "--no-build", "--wait", "--wait-timeout", str(timeout_s),
-                timeout_s=timeout_s + 60,
-            )  # fmt: skip
+            self.compose("up", *wait, "control", "web", timeout_s=timeout_s + 60)
+            self.compose("cp", "control:/etc/atoll/tls/ca.pem", str(self.ca_file))
+            with ControlClient(
+                self.url("control", 8800), self.admin_token, ca_file=str(self.ca_file)
+            ) as control:
+                tokens = {site: control.enrol_token(site).token for site in ENROLLED_SITES}
+            with self.env_file.open("a") as env:
+                env.writelines(f"{site.upper()}_ENROL_TOKEN={t}\n" for site, t in tokens.items())
+            self.compose("up", *wait, timeout_s=timeout_s + 60)
         except AssertionError as e:
             logs = self.compose("logs", "--no-color", "--tail", "15", timeout_s=60)
             raise AssertionError(f"{e}\nthe services' last lines:\n{logs[-8000:]}") from None
@@ -184,7 +201,7 @@ class ComposeProject:
     def url(self, service: str, port: int) -> str:
         """The service's published port on loopback, as a URL."""
         address = self.compose("port", service, str(port)).strip()
-        return f"http://{address}"
+        return f"https://{address}"  # TLS on every service
 
     def container(self, service: str) -> str:
         return f"{self.name}-{service}-1"

@@ -4,16 +4,16 @@ other Atoll service's (pydantic-settings)."""
 from typing import ClassVar
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from atoll.platform.service.security import hash_token
-from atoll.platform.service.settings import MIN_ADMIN_TOKEN_CHARS
+from atoll.platform.service.settings import MIN_ADMIN_TOKEN_CHARS, TlsSettings
 
 DEFAULT_PORT = 8900
 MIN_SECRET_CHARS = 32
 
 
-class WebSettings(BaseSettings):
+class WebSettings(TlsSettings):
     model_config = SettingsConfigDict(env_prefix="ATOLL_", extra="ignore")
 
     service: ClassVar[str] = "the dashboard"

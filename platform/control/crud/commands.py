@@ -67,4 +67,5 @@ def list_commands(
 
 def as_message(command: Command) -> CommandMessage:
     start = StartJob.model_validate(command.payload) if command.kind == "start_job" else None
-    return from_row(CommandMessage, command, start=start)
+    # unsigned: the dispatcher signs it as it puts it on the bus
+    return from_row(CommandMessage, command, start=start, signed_at=None, signature=None)

@@ -118,7 +118,8 @@ def enrol_offline(ca_dir: Path, state_dir: Path, site: str) -> Identity:
     identity = Identity(site, state_dir / "identity")
     cert = authority.sign_site(site, make_key_and_csr(identity), ["127.0.0.1"])
     pem = cert.public_bytes(Encoding.PEM).decode()
-    store_enrolment(identity, pem, authority.cert_pem, authority.crl([]), None, None)
+    crl, key = authority.crl([]), authority.signer.public_pem()
+    store_enrolment(identity, pem, authority.cert_pem, crl, key, None, None)
     return identity
 
 

@@ -10,7 +10,7 @@ from integration.control.harness import own_redis, scratch_bus, shared_redis_url
 from atoll.platform.bus import Command, Telemetry
 from atoll.platform.bus.connection import Bus, BusDown
 from atoll.platform.bus.keys import BusKeys
-from atoll.platform.bus.messages import Beat
+from atoll.platform.bus.messages import AgentStatus, Beat
 
 pytestmark = pytest.mark.integration
 
@@ -59,13 +59,25 @@ def test_telemetry_is_bounded_and_read_in_order_from_a_cursor() -> None:
         ]
         bus.publish_telemetry(samples, maxlen=100)
         # MAXLEN ~ trims whole macro nodes: about the bound, never the whole history.
-        assert 100 <= bus.redis.xlen(bus.keys.telemetry) < 300
-        read = bus.read_telemetry("0-0", block_ms=0, count=1000)
-        clocks = [s.clock for _, s in read]
+        assert 100 <= bus.redis.xlen(bus.keys.telemetry("a")) < 300
+        assert bus.telemetry_sites() == ["a"]
+        read = bus.read_telemetry({"a": "0-0"}, block_ms=0, count=1000)
+        clocks = [s.clock for _, _, s in read if s is not None]
         assert clocks == sorted(clocks)
         assert clocks[-1] == 299
-        assert bus.read_telemetry(read[-1][0], block_ms=50) == []
-        assert bus.last_telemetry_id() == read[-1][0]
+        assert bus.read_telemetry({"a": read[-1][1]}, block_ms=50) == []
+        assert bus.last_telemetry_id("a") == read[-1][1]
+
+
+def test_telemetry_is_the_sites_whose_stream_it_is_on() -> None:
+    with scratch_bus(shared_redis_url()) as bus:
+        forged = Telemetry(site="b", job_id="j", time=1.0, kind="step", clock=1)
+        bus.redis.xadd(bus.keys.telemetry("a"), dict(forged.encode()))  # a writes as b
+        bus.publish_telemetry(
+            [Telemetry(site="a", job_id="j", time=2.0, kind="step", clock=2)], 100
+        )
+        read = bus.read_telemetry({"a": "0-0", "b": "0-0"}, block_ms=0)
+        assert [(site, s.clock if s else None) for site, _, s in read] == [("a", None), ("a", 2)]
 
 
 def test_a_restarted_redis_is_noticed_and_its_lost_groups_are_made_again(tmp_path: Path) -> None:
@@ -87,3 +99,22 @@ def test_an_unreachable_redis_is_one_clear_error() -> None:
     bus = Bus("redis://127.0.0.1:1/0", BusKeys("atoll-test-restart"), timeout_s=0.5)
     with pytest.raises(BusDown, match="unreachable"):
         bus.epoch()
+
+
+def test_a_status_report_is_the_sites_whose_stream_it_is_on() -> None:
+    with scratch_bus(shared_redis_url()) as bus:
+        report = {
+            "incarnation": "i", "seq": 1, "time": 1.0, "state": "idle", "region": "r",
+            "geo_host": "h", "geo_port": 1, "geo_ports": 1, "version": "v",
+        }  # fmt: skip
+        forged = AgentStatus(site="b", **report)  # type: ignore[arg-type]
+        bus.redis.xadd(bus.keys.status("a"), dict(forged.encode()))  # a reports as b
+        bus.publish_status(AgentStatus(site="a", **report))  # type: ignore[arg-type]
+        assert bus.status_sites() == ["a"]
+        bus.read_status(["a"], "control", block_ms=10)  # makes the group
+        bus.redis.xadd(bus.keys.status("a"), dict(forged.encode()))
+        bus.publish_status(AgentStatus(site="a", **report))  # type: ignore[arg-type]
+        read = bus.read_status(["a"], "control", block_ms=10, pending=False)
+        assert [(site, s.site if s else None) for site, _, s in read] == [
+            ("a", None), ("a", "a"), ("a", None), ("a", "a")
+        ]  # fmt: skip

@@ -142,7 +142,7 @@ def test_a_sites_redis_user_reaches_only_its_own_part_of_redis(
     a.xack(keys.commands("a"), AGENT_GROUP, mine[0][1][0][0])
     a.set(keys.alive("a"), Beat(time=1.0, state="idle", incarnation="i").model_dump_json())
     sample = Telemetry(site="a", job_id="j", time=1.0, kind="step", clock=1)
-    a.xadd(keys.telemetry, dict(sample.encode()))
+    a.xadd(keys.telemetry("a"), dict(sample.encode()))
     # What it may not: each refused by Redis.
     attempts = {
         "read another site's commands": lambda: a.xreadgroup(
@@ -153,8 +153,10 @@ def test_a_sites_redis_user_reaches_only_its_own_part_of_redis(
             keys.commands("b"), AGENT_GROUP, "0-1"
         ),
         "write another site's liveness key": lambda: a.set(keys.alive("b"), "{}"),
-        "read the telemetry": lambda: a.xrange(keys.telemetry),
-        "read the status reports": lambda: a.xread({keys.status: "0"}),
+        "read the telemetry": lambda: a.xrange(keys.telemetry("a")),
+        "write telemetry as another site": lambda: a.xadd(keys.telemetry("b"), {"m": "{}"}),
+        "read its status reports": lambda: a.xread({keys.status("a"): "0"}),
+        "report as another site": lambda: a.xadd(keys.status("b"), {"m": "{}"}),
         "write a command": lambda: a.xadd(keys.commands("b"), {"m": "{}"}),
         "list the keys": lambda: a.keys("*"),
         "change the users": lambda: a.acl_setuser(user, enabled=True, commands=["+@all"]),
@@ -168,7 +170,8 @@ def test_a_sites_redis_user_reaches_only_its_own_part_of_redis(
     # Redis merges repeats of one refusal (same user, reason and object) into one entry.
     objects = {entry["object"] for entry in refused}
     # by key (a command it may run, on a key not its own) or by command (one it may not run)
-    assert objects >= {keys.commands("b"), keys.alive("b"), "xrange", "xread", "keys"}
+    assert objects >= {keys.commands("b"), keys.alive("b"), keys.telemetry("b"), keys.status("b")}
+    assert objects >= {"xrange", "xread", "keys"}
 
 
 def test_revoking_a_site_removes_its_redis_user_and_lists_its_certificate(

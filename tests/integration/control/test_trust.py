@@ -5,6 +5,7 @@ credentials reach only its own part of Redis; a revoked site cannot rejoin a run
 job while the others go on."""
 
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -17,9 +18,14 @@ from integration.control.harness import (
     control_database,
     job_end,
     own_redis,
+    wait_for,
 )
 
 from atoll.localstack.deployment import AgentSpec, LocalDeployment
+from atoll.platform.bus.connection import Bus
+from atoll.platform.bus.keys import BusKeys
+from atoll.platform.bus.messages import Command
+from atoll.platform.control.authority import Authority
 from atoll.platform.control.client import ControlClient
 
 pytestmark = pytest.mark.integration
@@ -159,3 +165,28 @@ def test_a_full_job_sends_no_private_key_or_secret_over_redis_or_http(
     for line in monitor.lines + bodies:
         for word in forbidden:
             assert word not in line, line[:300]
+
+
+def test_commands_not_signed_by_the_control_plane_or_replayed_are_refused_and_named(
+    deployment: RecordedDeployment, client: ControlClient
+) -> None:
+    bus = Bus(deployment.bus_url, BusKeys(deployment.redis_prefix))
+    try:
+        stream = bus.keys.commands("virginia")
+        recorded = [Command.decode(f) for _, f in bus.redis.xrange(stream)]
+        start = next(c for c in recorded if c.kind == "start_job")
+        # An old start command, as signed then (an hour ago), put on the stream again.
+        old = Authority(deployment.ca_dir).signer.sign(start, time.time() - 3600)
+        bus.redis.xadd(stream, dict(old.encode()))
+        # A command the control plane never signed.
+        forged = Command(id="forged-1", site="virginia", kind="drain", issued_at=time.time())
+        bus.redis.xadd(stream, dict(forged.encode()))
+    finally:
+        bus.close()
+    log = deployment.root / "edge" / "virginia" / "agent.log"
+    wait_for("the refusals", lambda: "forged-1" in log.read_text(), 30)
+    text = log.read_text()
+    assert f"refused start_job command {start.id} for site virginia: it was signed" in text
+    assert "(a replay)" in text
+    assert "refused drain command forged-1 for site virginia: it is not signed" in text
+    assert client.site("virginia").agent_state == "idle"  # neither was applied

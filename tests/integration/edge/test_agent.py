@@ -24,6 +24,7 @@ from atoll.localstack.registry import ServerProcess, scratch_database
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.bus.messages import AgentStatus, Command, JobReport, StartJob
+from atoll.platform.control.authority import Authority
 from atoll.platform.core.events import (
     CheckpointSaved,
     StepDone,
@@ -56,7 +57,12 @@ class Agent:
         }
         self.config.write_text(yaml.safe_dump(settings))
         enrol_offline(root / "ca", root / "state", "a")
+        self.signer = Authority(root / "ca").signer  # the control plane's, played here
         self.process: Managed | None = None
+
+    def send(self, command: Command) -> None:
+        """Put a command on the site's stream, signed as the control plane signs it."""
+        self.bus.publish_command(self.signer.sign(command, time.time()))
 
     def start(self, env: dict[str, str] | None = None) -> Managed:
         argv = [sys.executable, "-m", "atoll.edge", "run", "--config", str(self.config)]
@@ -65,7 +71,7 @@ class Agent:
         return self.process.start()
 
     def status(self) -> AgentStatus | None:
-        for _, fields in self.bus.redis.xrevrange(self.bus.keys.status, count=200):
+        for _, fields in self.bus.redis.xrevrange(self.bus.keys.status("a"), count=200):
             status = AgentStatus.decode(fields)
             if status.site == "a":
                 return status
@@ -133,7 +139,7 @@ def test_sigterm_checkpoints_drains_and_the_next_agent_resumes_the_job(
 ) -> None:
     process = agent.start()
     start = start_command(steps=100_000)
-    bus.publish_command(start)
+    agent.send(start)
     agent.wait_job(start.job_id, "runs", lambda j: j.state == "running" and j.clock >= 5)
     process.signal(signal.SIGTERM)
     assert process.process.wait(60) == 143
@@ -152,16 +158,16 @@ def test_sigterm_checkpoints_drains_and_the_next_agent_resumes_the_job(
     starts = log_events(agent.run_log(start.job_id), TrainingStarted)
     assert [e.step for e in starts] == [0, checkpoint]
 
-    bus.publish_command(command("drain"))
+    agent.send(command("drain"))
     agent.wait_job(
         start.job_id,
         "stops for the drain",
         lambda j: (j.state, j.stop_reason) == ("stopped", "drain"),
     )
     wait_for("the agent to say it drains", lambda: agent.status().state == "draining", 20)
-    bus.publish_command(command("activate"))
+    agent.send(command("activate"))
     agent.wait_job(start.job_id, "resumes", lambda j: j.state == "running" and j.restarts == 2)
-    bus.publish_command(command("cancel_job", start.job_id))
+    agent.send(command("cancel_job", start.job_id))
     agent.wait_job(start.job_id, "is cancelled", lambda j: j.state == "cancelled")
     assert agent.status().state == "idle"
 
@@ -177,7 +183,7 @@ def test_training_goes_on_while_redis_and_the_registry_are_away(tmp_path: Path) 
         )
         try:
             start = start_command(steps=300, checkpoint_every=50)
-            bus.publish_command(start)
+            agent.send(start)
             agent.wait_job(start.job_id, "runs", lambda j: j.state == "running")
             redis.restart(down_s=3.0)  # Redis away for a while, then back with nothing
             steps = [e.step for e in log_events(agent.run_log(start.job_id), StepDone)]

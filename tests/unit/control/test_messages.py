@@ -38,4 +38,4 @@ def test_keys_are_under_the_prefix() -> None:
     keys = BusKeys("test-1")
     assert keys.commands("a") == "test-1:commands:a"
     assert keys.site_of_alive_key(keys.alive("virginia")) == "virginia"
-    assert {keys.status, keys.telemetry} == {"test-1:status", "test-1:telemetry"}
+    assert {keys.status("a"), keys.telemetry("a")} == {"test-1:status:a", "test-1:telemetry:a"}

@@ -259,9 +259,11 @@ def local_started(
 
     monkeypatch.setattr(local.Managed, "start", lambda self: self)
     monkeypatch.setattr(local, "wait_until", lambda *_, **__: None)
-    deployment = local.LocalDeployment(
-        tmp_path, [local.AgentSpec(SITES[0], "local")], redis_url="redis://127.0.0.1:1/0"
-    )
+    monkeypatch.setattr(local.LocalDeployment, "enrol_token", lambda self, name: "token")
+    deployment = local.LocalDeployment(  # TLS on, as compose runs it
+        tmp_path, [local.AgentSpec(SITES[0], "local")], redis_url="rediss://127.0.0.1:1/0",
+        tls=True,
+    )  # fmt: skip
     return {
         ("registry", "serve"): deployment.start_registry(),
         ("control", "serve"): deployment.start_control(),

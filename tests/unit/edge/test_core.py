@@ -2,12 +2,14 @@
 knows (its state)."""
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from atoll.edge import steps
 from atoll.edge.core import AgentCore, Limits
 from atoll.edge.ledger import CommandLedger
 from atoll.edge.state import AgentFile, LocalJob
 from atoll.platform.bus.messages import Command, CommandKind, SiteJobState, StartJob
+from atoll.platform.bus.signing import CommandSigner, CommandVerifier
 from atoll.platform.core.events import (
     Evaluated,
     RunEvent,
@@ -21,6 +23,10 @@ LIMITS = Limits(max_restarts=2, stop_timeout_s=10.0, telemetry_interval_s=1.0, r
 START = StartJob(job_name="t", site_job={}, clocks=100)
 
 
+SIGNER = CommandSigner(Ed25519PrivateKey.generate())
+VERIFIER = CommandVerifier(SIGNER.key.public_key())
+
+
 def at(seconds: float = 0.0) -> steps.Moment:
     return steps.Moment(mono=100.0 + seconds, wall=1_000.0 + seconds)
 
@@ -31,7 +37,7 @@ def arrived(kind: CommandKind, job_id: str | None = "j1", start: StartJob | None
         start = START
     command = Command(id=command_id or f"{kind}-{job_id}", site=site, kind=kind, job_id=job_id,
                       issued_at=0.0, start=start)  # fmt: skip
-    return steps.CommandArrived(f"entry-{command.id}", command, at())
+    return steps.CommandArrived(f"entry-{command.id}", SIGNER.sign(command, at().wall), at())
 
 
 def actions(effects: list[steps.Effect]) -> list[steps.Effect]:
@@ -40,7 +46,7 @@ def actions(effects: list[steps.Effect]) -> list[steps.Effect]:
 
 
 def agent(**file: object) -> AgentCore:
-    return AgentCore("a", LIMITS, AgentFile.model_validate(file), CommandLedger())
+    return AgentCore("a", LIMITS, AgentFile.model_validate(file), CommandLedger(), VERIFIER)
 
 
 def job(state: SiteJobState, **fields: object) -> LocalJob:
@@ -284,11 +290,9 @@ def test_an_activate_during_shutdown_resumes_at_the_next_start() -> None:
     assert (core.file.jobs["j1"].state, core.file.jobs["j1"].stop_reason) == ("stopped", "shutdown")
     assert core.done
     # The next agent resumes it.
-    nxt = AgentCore("a", LIMITS, core.file, CommandLedger())
-    assert actions(nxt.handle(steps.Recover({}, at()))) == [
-        steps.Launch("j1", resume=True),
-        steps.SaveState(),
-    ]
+    nxt = AgentCore("a", LIMITS, core.file, CommandLedger(), VERIFIER)
+    effects = actions(nxt.handle(steps.Recover({}, at())))
+    assert effects == [steps.Launch("j1", resume=True), steps.SaveState()]
 
 
 # -- time and signals --------------------------------------------------------------------
@@ -385,7 +389,7 @@ def test_the_site_reports_its_own_data_and_model() -> None:
 @pytest.mark.parametrize("has_data", [False, True])
 def test_a_job_on_the_sites_own_data_needs_a_site_with_data(has_data: bool) -> None:
     limits = Limits(2, 10.0, 1.0, registry=False, has_data=has_data)
-    core = AgentCore("a", limits, AgentFile(), CommandLedger())
+    core = AgentCore("a", limits, AgentFile(), CommandLedger(), VERIFIER)
     start = START.model_copy(update={"own_data": True})
     core.handle(arrived("start_job", start=start))
     applied = core.ledger.recent()[0]
@@ -412,7 +416,9 @@ def test_step_samples_are_throttled_evaluations_and_the_end_are_not() -> None:
 
 
 def test_without_a_registry_nothing_is_reported_to_one() -> None:
-    core = AgentCore("a", Limits(2, 10.0, 1.0, registry=False), AgentFile(), CommandLedger())
+    core = AgentCore(
+        "a", Limits(2, 10.0, 1.0, registry=False), AgentFile(), CommandLedger(), VERIFIER
+    )
     core.handle(arrived("start_job"))
     evaluated = Evaluated(time=3.0, step=3, test_accuracy=0.5, test_loss=1.0)
     effects = core.handle(steps.SiteLogged("j1", evaluated, at()))
@@ -432,3 +438,33 @@ def test_reports_list_open_jobs_and_the_last_twenty_closed_ones() -> None:
     reports = agent(jobs=jobs).job_reports()
     assert reports[0].job_id == "open"
     assert [r.job_id for r in reports[1:]] == [f"j{i}" for i in range(10, 30)]
+
+
+@pytest.mark.parametrize(
+    ("tamper", "why"),
+    [
+        (lambda c: c.model_copy(update={"signature": None}), "not signed"),
+        (lambda c: c.model_copy(update={"kind": "remove"}), "signature is not the control"),
+        (
+            lambda c: CommandSigner(Ed25519PrivateKey.generate()).sign(c, at().wall),
+            "signature is not the control",
+        ),
+        (lambda c: SIGNER.sign(c, at().wall - 3600), "outside the 600 s window (a replay)"),
+        (lambda c: c.model_copy(update={"signature": "%%%"}), "signature is not the control"),
+    ],
+)
+def test_a_command_not_signed_by_the_control_plane_or_replayed_is_refused_and_named(
+    tamper: object, why: str
+) -> None:
+    core = agent()
+    good = arrived("start_job")
+    assert good.command is not None
+    bad = steps.CommandArrived(good.entry_id, tamper(good.command), at())  # type: ignore[operator]
+    effects = core.handle(bad)
+    assert effects[-1] == steps.Ack(good.entry_id)  # acknowledged: it is never applied
+    notes = [e for e in effects if isinstance(e, steps.Note)]
+    assert len(notes) == 1 and notes[0].level == "warning"
+    assert "for site a" in notes[0].message and why in notes[0].message
+    assert core.file.jobs == {}  # nothing started
+    assert core.ledger.seen(good.command.id) is None  # and the real one still applies later
+    assert any(isinstance(e, steps.WriteJobFiles) for e in core.handle(good))

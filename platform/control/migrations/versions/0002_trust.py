@@ -1,5 +1,6 @@
 """Trust: site enrolment tokens and certificates; no job secret or TLS flag on jobs
-(geo links are always mutual TLS with each site's own certificate).
+(geo links are always mutual TLS with each site's own certificate); a telemetry cursor
+per site (each site's telemetry has a stream of its own).
 
 Revision ID: 0002_trust
 Revises: 0001
@@ -42,9 +43,15 @@ def upgrade() -> None:
     with op.batch_alter_table("control_jobs") as batch:
         batch.drop_column("secret")
         batch.drop_column("tls")
+    # One cursor per site's telemetry stream: telemetry:<site name of up to 64>
+    with op.batch_alter_table("control_cursors") as batch:
+        batch.alter_column("name", type_=sa.String(128), existing_type=sa.String(64))
 
 
 def downgrade() -> None:
+    op.execute("DELETE FROM control_cursors WHERE length(name) > 64")
+    with op.batch_alter_table("control_cursors") as batch:
+        batch.alter_column("name", type_=sa.String(64), existing_type=sa.String(128))
     with op.batch_alter_table("control_jobs") as batch:
         batch.add_column(sa.Column("tls", sa.Boolean(), nullable=False, server_default=sa.true()))
         batch.add_column(sa.Column("secret", sa.String(128), nullable=True))
