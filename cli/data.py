@@ -9,17 +9,22 @@ from rich.table import Table
 from atoll.platform.data.names import DatasetName
 
 app = typer.Typer(help="Datasets and how they split across sites.", no_args_is_help=True)
+# The options both commands take.
+Dataset = Annotated[DatasetName, typer.Option(help="Training data.")]
+Partition = Annotated[str, typer.Option(help="iid, label-skew:C or dirichlet:ALPHA.")]
+Seed = Annotated[int, typer.Option()]
+DataDir = Annotated[
+    Path | None, typer.Option(help="Folder holding the datasets (else $ATOLL_DATA_DIR).")
+]
 
 
 @app.command("partition")
 def partition(
     sites: Annotated[int, typer.Option(min=1, help="Number of sites.")],
-    dataset: Annotated[DatasetName, typer.Option(help="Training data.")] = "fashion-mnist",
-    partition: Annotated[str, typer.Option(help="iid, label-skew:C or dirichlet:ALPHA.")] = "iid",
-    seed: Annotated[int, typer.Option()] = 0,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Folder holding the datasets (else $ATOLL_DATA_DIR).")
-    ] = None,
+    dataset: Dataset = "fashion-mnist",
+    partition: Partition = "iid",
+    seed: Seed = 0,
+    data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Show how a partition splits the training set: samples and class histogram per site."""
@@ -60,12 +65,10 @@ def split(
     sites: Annotated[
         int | None, typer.Option(min=1, help="Only the topology's first N sites.")
     ] = None,
-    dataset: Annotated[DatasetName, typer.Option(help="Training data.")] = "fashion-mnist",
-    partition: Annotated[str, typer.Option(help="iid, label-skew:C or dirichlet:ALPHA.")] = "iid",
-    seed: Annotated[int, typer.Option()] = 0,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Folder holding the datasets (else $ATOLL_DATA_DIR).")
-    ] = None,
+    dataset: Dataset = "fashion-mnist",
+    partition: Partition = "iid",
+    seed: Seed = 0,
+    data_dir: DataDir = None,
 ) -> None:
     """Write each site's share of a public dataset to a folder of its own, and the `data:`
     its site.yaml needs (OUT/<site>/data.yaml). The shares are those an emulated job with the
