@@ -33,7 +33,7 @@ def fidelity_job(dataset: str, clocks: int, target: float) -> GeoJob:
         topology="three-continents",
         partition="dirichlet:0.5",
         batch_size=32,
-        geo=GeoSpec(policy="asp", staleness=4),
+        geo=GeoSpec(),  # the default policy
         clocks=clocks,
         target_accuracy=target,
         eval_every=10,

@@ -87,14 +87,19 @@ BASELINES = (
     GeoSpec(policy="lan"),
     GeoSpec(policy="bsp"),
     GeoSpec(policy="fedavg", period=20),  # dense local SGD: 5% of bsp's bytes by construction
-    GeoSpec(policy="asp", exchange="release", staleness=0, density=1),  # Gaia at DS=0
+    GeoSpec(policy="asp", staleness=0, density=1, lookahead=0),  # Gaia at DS=0
     GAIA_BEST,
 )
 
 FULL = Plan(
     dataset="fashion-mnist",
     scenarios=(Scenario("gaia-11", "dirichlet:0.5"), Scenario("gaia-11", "iid")),
-    policies=(*BASELINES, DEFAULT, GeoSpec(staleness=DEFAULT.staleness, lookahead=0.0)),
+    policies=(
+        *BASELINES,
+        DEFAULT,
+        GeoSpec(lookahead=0.0),  # the default without its lookahead
+        GeoSpec(exchange="tracking", lookahead=1.0),  # EF21-style tracking of every site's step
+    ),
     clocks=200,
     batch_size=64,
     workers=1,
@@ -113,8 +118,9 @@ ABLATION = Plan(
     ),
     policies=(
         GeoSpec(policy="lan"),
-        GeoSpec(policy="asp", exchange="release", threshold=0.0, density=1),  # dense: all, always
-        GeoSpec(policy="asp", exchange="release", threshold=0.01, density=1),  # filtered: Gaia's
+        # Gaia as Atoll ran it before issue 17 (DS=1, no lookahead), dense and filtered (1%)
+        GeoSpec(threshold=0.0, density=1, staleness=1, lookahead=0),
+        GeoSpec(threshold=0.01, density=1, staleness=1, lookahead=0),
     ),
     clocks=200,
     batch_size=64,

@@ -96,6 +96,9 @@ _POLICY_COUNTERS = frozenset(
         "applied_elements",
         "pending_accumulator_l1",
         "lookaheads",
+        "link_share",
+        "congested_clocks",
+        "mean_catch_up_clocks",
         "mean_undelivered_mirror_clocks",
         "rounds",
     }
@@ -127,6 +130,9 @@ class GeoStats(EventModel):
     pending_accumulator_l1: float | None = None
     lookaheads: int | None = None
     mean_undelivered_mirror_clocks: float | None = None
+    link_share: float | None = Field(None, description="share of elements sent a clock, now")
+    congested_clocks: int | None = None
+    mean_catch_up_clocks: float | None = None  # tracking asp
     # bsp, lan, fedavg, diloco
     rounds: int | None = None
 
