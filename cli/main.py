@@ -2,7 +2,20 @@
 
 import typer
 
-from atoll.cli import bench, control, data, demo, edge, registry, sim, site, sites, train, web
+from atoll.cli import (
+    bench,
+    control,
+    data,
+    demo,
+    devices,
+    edge,
+    registry,
+    sim,
+    site,
+    sites,
+    train,
+    web,
+)
 from atoll.cli.errors import run
 
 app = typer.Typer(
@@ -22,6 +35,7 @@ app.add_typer(sites.app, name="sites")
 app.add_typer(site.app, name="site")
 app.add_typer(control.app, name="control")
 app.add_typer(edge.app, name="edge")
+app.add_typer(devices.app, name="devices")
 app.add_typer(web.app, name="web")
 
 

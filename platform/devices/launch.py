@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from atoll.platform.core.events import DeviceRoundDone, TrainingFinished, of_kind
+from atoll.platform.core.events import (
+    DeviceRoundDone,
+    TrainingFailed,
+    TrainingFinished,
+    of_kind,
+)
 from atoll.platform.core.runlog import read_events
 from atoll.platform.devices.flower import (
     FlowerError,
@@ -82,14 +87,28 @@ class FlowerSite:
     def wait(self, timeout_s: float, poll_s: float = 2.0) -> None:
         """Until the ServerApp finished; FlowerError if the run failed or time ran out."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.log_path.exists() and of_kind(read_events(self.log_path), TrainingFinished):
-                return
-            status = self.status()
-            if status.startswith("finished") and not status.endswith("completed"):
-                raise FlowerError(f"run {self.run_id} {status}; see {self.work}/superlink.log")
-            time.sleep(poll_s)
-        raise FlowerError(f"run {self.run_id} not finished after {timeout_s:.0f} s")
+        while not self.wait_step(deadline, poll_s):
+            pass
+
+    def wait_step(self, deadline: float, poll_s: float = 2.0) -> bool:
+        """Whether the ServerApp finished, after at most `poll_s`; FlowerError if the run
+        failed, the SuperLink died or `deadline` (monotonic) passed."""
+        events = read_events(self.log_path) if self.log_path.exists() else []
+        if of_kind(events, TrainingFinished):
+            return True
+        failed = of_kind(events, TrainingFailed)
+        if failed:
+            where = self.spec.out_dir / "serverapp.log"
+            raise FlowerError(f"the site's ServerApp failed: {failed[-1].message} (see {where})")
+        if not self.superlink_alive():
+            raise FlowerError(f"the SuperLink exited; see {self.work}/superlink.log")
+        status = self.status()
+        if status.startswith("finished") and not status.endswith("completed"):
+            raise FlowerError(f"run {self.run_id} {status}; see {self.work}/superlink.log")
+        if time.monotonic() > deadline:
+            raise FlowerError(f"run {self.run_id} not finished in time")
+        time.sleep(poll_s)
+        return False
 
     def stop(self) -> None:
         if self._superlink is not None:
