@@ -5,6 +5,9 @@ The edge agent and `atoll devices serve` use FlowerSite; a device owner runs onl
 `flower-supernode`.
 """
 
+import contextlib
+import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -59,7 +62,10 @@ class FlowerSite:
         log = (self.work / "superlink.log").open("ab")
         self._logs.append(log)
         self._superlink = subprocess.Popen(
-            superlink_command(self.superlink), stdout=log, stderr=subprocess.STDOUT
+            superlink_command(self.superlink),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its ServerApp and SuperExec go when it is stopped
         )
         wait_listening(self.superlink.host, self.superlink.port, _STARTUP_S, self._superlink)
 
@@ -121,14 +127,22 @@ def start_supernode(options: SuperNodeOptions, log_path: Path) -> subprocess.Pop
     """A SuperNode on this host (a device played here); its output goes to `log_path`."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        return subprocess.Popen(supernode_command(options), stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            supernode_command(options),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its ClientApp processes go when it is stopped
+        )
 
 
 def stop_process(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """Stop a Flower process and what it started (its session's process group)."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(grace_s)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # children that outlived their parent
+    process.wait()

@@ -73,3 +73,27 @@ def test_the_flower_home_names_the_site_superlink(tmp_path: Path) -> None:
 def test_the_example_app_imports_nothing_from_atoll() -> None:
     for source in (EXAMPLE / "fmnist_flower").glob("*.py"):
         assert "atoll" not in source.read_text(), source
+
+
+def test_a_site_file_with_devices_gives_the_agent_its_superlink(tmp_path: Path) -> None:
+    from atoll.edge.config import load_edge_settings
+
+    site = tmp_path / "site.yaml"
+    site.write_text(
+        "name: ward\ndevices:\n  app: /opt/app\n  port: 9300\n  tls_dir: /tls\n  node_auth: true\n"
+    )
+    devices = load_edge_settings(site).devices
+    assert devices is not None
+    options = devices.superlink(tmp_path)
+    assert options.address == "0.0.0.0:9300"
+    assert options.tls is not None and options.tls.cert == Path("/tls/superlink.pem")
+    assert options.node_auth
+    assert options.database == tmp_path / "flower.db"  # registered nodes survive a restart
+
+
+def test_a_site_file_without_devices_runs_no_superlink(tmp_path: Path) -> None:
+    from atoll.edge.config import load_edge_settings
+
+    site = tmp_path / "site.yaml"
+    site.write_text("name: plain\n")
+    assert load_edge_settings(site).devices is None
