@@ -73,6 +73,8 @@ COPY --from=build /dist /tmp/dist
 RUN pip install --no-cache-dir --disable-pip-version-check --no-deps --no-index /tmp/dist/atoll-*.whl \
     && rm -rf /tmp/dist
 COPY --chmod=0755 deploy/healthcheck.py /usr/local/bin/atoll-healthcheck
+# The device tier's example Flower app: what `deploy/compose.devices.yml` runs.
+COPY examples/fashion-mnist-flower /opt/atoll/examples/fashion-mnist-flower
 USER atoll
 WORKDIR /home/atoll
 # registry, control plane, an edge agent's geo links (GeoListen: `port` and the next `ports`-1)

@@ -2,7 +2,21 @@
 
 import typer
 
-from atoll.cli import bench, ca, control, data, demo, edge, registry, sim, site, sites, train, web
+from atoll.cli import (
+    bench,
+    ca,
+    control,
+    data,
+    demo,
+    devices,
+    edge,
+    registry,
+    sim,
+    site,
+    sites,
+    train,
+    web,
+)
 from atoll.cli.errors import run
 
 app = typer.Typer(
@@ -23,6 +37,7 @@ app.add_typer(ca.app, name="ca")
 app.add_typer(site.app, name="site")
 app.add_typer(control.app, name="control")
 app.add_typer(edge.app, name="edge")
+app.add_typer(devices.app, name="devices")
 app.add_typer(web.app, name="web")
 
 

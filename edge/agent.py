@@ -23,6 +23,7 @@ from uuid import uuid4
 from atoll.edge.bus_link import BusLink
 from atoll.edge.config import EdgeSettings
 from atoll.edge.core import AgentCore, Limits
+from atoll.edge.devices import DeviceTier
 from atoll.edge.identity import Identity, enrol
 from atoll.edge.registry_link import RegistryLink
 from atoll.edge.state import StateDir
@@ -106,6 +107,9 @@ class EdgeAgent:
         self._seq = 0
         self._last_status: AgentStatus | None = None
         self._stop_threads = threading.Event()
+        self.devices = (
+            DeviceTier(settings.devices, settings.state_dir) if settings.devices else None
+        )
 
     # -- the loop --------------------------------------------------------------------
 
@@ -120,14 +124,20 @@ class EdgeAgent:
                 thread.start()
             log.info("agent %s up (%s)", self.site, self.settings.state_dir)
             try:
+                if self.devices is not None:
+                    self.devices.start()
                 self._recover()
                 while not self.core.done:
                     self._take_signals()
                     self._take_commands(_TICK_S)
                     self._feed(Tick(_now()))
                     self._supervise()
+                    if self.devices is not None:
+                        self.devices.supervise()
                     self._share_status()
             finally:
+                if self.devices is not None:
+                    self.devices.stop()
                 self._feed(Abort(_now()))  # nothing is started again from here on
                 self._supervise()
                 self._share_status()

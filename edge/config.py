@@ -17,6 +17,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from atoll.edge.devices import DevicesConfig
 from atoll.platform.core.errors import AtollError
 from atoll.platform.data.schema import SiteData
 from atoll.platform.site.device import DeviceChoice
@@ -68,6 +69,9 @@ class EdgeSettings(BaseSettings):
     telemetry_interval_s: float = Field(1.0, gt=0, description="at most one step sample per this")
     telemetry_maxlen: int = Field(10_000, ge=100)
     max_restarts: int = Field(3, ge=0, description="a failed site is resumed this many times")
+    devices: DevicesConfig | None = Field(
+        None, description="the site's device tier: the agent runs its Flower SuperLink"
+    )
     stop_timeout_s: float = Field(120.0, gt=0, description="longest wait for a site to stop")
     # Where the services are, and the secrets to reach them: from the environment.
     redis_url: SecretStr = SecretStr("redis://127.0.0.1:6379/0")

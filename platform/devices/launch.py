@@ -5,13 +5,21 @@ The edge agent and `atoll devices serve` use FlowerSite; a device owner runs onl
 `flower-supernode`.
 """
 
+import contextlib
+import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from atoll.platform.core.events import DeviceRoundDone, TrainingFinished, of_kind
+from atoll.platform.core.events import (
+    DeviceRoundDone,
+    TrainingFailed,
+    TrainingFinished,
+    of_kind,
+)
 from atoll.platform.core.runlog import read_events
 from atoll.platform.devices.flower import (
     FlowerError,
@@ -54,7 +62,10 @@ class FlowerSite:
         log = (self.work / "superlink.log").open("ab")
         self._logs.append(log)
         self._superlink = subprocess.Popen(
-            superlink_command(self.superlink), stdout=log, stderr=subprocess.STDOUT
+            superlink_command(self.superlink),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its ServerApp and SuperExec go when it is stopped
         )
         wait_listening(self.superlink.host, self.superlink.port, _STARTUP_S, self._superlink)
 
@@ -82,14 +93,28 @@ class FlowerSite:
     def wait(self, timeout_s: float, poll_s: float = 2.0) -> None:
         """Until the ServerApp finished; FlowerError if the run failed or time ran out."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.log_path.exists() and of_kind(read_events(self.log_path), TrainingFinished):
-                return
-            status = self.status()
-            if status.startswith("finished") and not status.endswith("completed"):
-                raise FlowerError(f"run {self.run_id} {status}; see {self.work}/superlink.log")
-            time.sleep(poll_s)
-        raise FlowerError(f"run {self.run_id} not finished after {timeout_s:.0f} s")
+        while not self.wait_step(deadline, poll_s):
+            pass
+
+    def wait_step(self, deadline: float, poll_s: float = 2.0) -> bool:
+        """Whether the ServerApp finished, after at most `poll_s`; FlowerError if the run
+        failed, the SuperLink died or `deadline` (monotonic) passed."""
+        events = read_events(self.log_path) if self.log_path.exists() else []
+        if of_kind(events, TrainingFinished):
+            return True
+        failed = of_kind(events, TrainingFailed)
+        if failed:
+            where = self.spec.out_dir / "serverapp.log"
+            raise FlowerError(f"the site's ServerApp failed: {failed[-1].message} (see {where})")
+        if not self.superlink_alive():
+            raise FlowerError(f"the SuperLink exited; see {self.work}/superlink.log")
+        status = self.status()
+        if status.startswith("finished") and not status.endswith("completed"):
+            raise FlowerError(f"run {self.run_id} {status}; see {self.work}/superlink.log")
+        if time.monotonic() > deadline:
+            raise FlowerError(f"run {self.run_id} not finished in time")
+        time.sleep(poll_s)
+        return False
 
     def stop(self) -> None:
         if self._superlink is not None:
@@ -102,14 +127,22 @@ def start_supernode(options: SuperNodeOptions, log_path: Path) -> subprocess.Pop
     """A SuperNode on this host (a device played here); its output goes to `log_path`."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        return subprocess.Popen(supernode_command(options), stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            supernode_command(options),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its ClientApp processes go when it is stopped
+        )
 
 
 def stop_process(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """Stop a Flower process and what it started (its session's process group)."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(grace_s)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # children that outlived their parent
+    process.wait()
