@@ -3,5 +3,5 @@ name them without loading torch. `zoo.MODELS` has a builder for each."""
 
 from typing import Literal, get_args
 
-ModelName = Literal["cnn", "mlp"]
+ModelName = Literal["cnn", "mlp", "logreg"]
 MODEL_NAMES: tuple[str, ...] = get_args(ModelName)

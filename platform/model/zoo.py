@@ -57,7 +57,27 @@ class MLP(nn.Module):
         return self.layers(x)
 
 
-MODELS: dict[str, Callable[[tuple[int, ...], int], nn.Module]] = {"cnn": SmallCNN, "mlp": MLP}
+class LogReg(nn.Module):
+    """Multinomial logistic regression: one row of weights and one bias per class, the
+    cleanest thing for Cartel to hand from one site to another."""
+
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int) -> None:
+        super().__init__()
+        features = 1
+        for d in input_shape:
+            features *= d
+        self.flatten = nn.Flatten()
+        self.linear = nn.Linear(features, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.flatten(x))
+
+
+MODELS: dict[str, Callable[[tuple[int, ...], int], nn.Module]] = {
+    "cnn": SmallCNN,
+    "mlp": MLP,
+    "logreg": LogReg,
+}
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, seed: int) -> nn.Module:

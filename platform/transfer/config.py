@@ -1,0 +1,47 @@
+"""What a cartel site is told to do: one frozen record, checked when it is made."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MergePolicy = Literal["replace", "average", "sample-weighted"]
+DetectorName = Literal["window", "adwin", "page-hinkley"]
+NeighbourChoice = Literal["jsd", "random"]
+MERGE_POLICIES: tuple[MergePolicy, ...] = ("replace", "average", "sample-weighted")
+
+
+class CartelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    report_every: int = Field(10, ge=0, description="Report every m batches (0: never on time).")
+    prior_move_threshold: float | None = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="Also report when the priors moved this far (Jensen-Shannon, bits) "
+        "from the last report; null: never on change.",
+    )
+    priors_window: int = Field(10, ge=1, description="Batches the reported priors cover.")
+    accuracy_window: int = Field(30, ge=1, description="Batches per-class accuracy covers.")
+    detector: DetectorName = Field("window", description="Drift detector on the error stream.")
+    drift_window: int = Field(5, ge=1, description="W: batches in the windowed error.")
+    drift_limit: float = Field(
+        0.2, gt=0, le=1, description="L: windowed error this far above the reference fires."
+    )
+    warmup: int = Field(20, ge=0, description="Batches before drift may fire (early learning).")
+    poor_class_accuracy: float = Field(
+        0.6, ge=0, le=1, description="A class this inaccurate in the drift window has drifted."
+    )
+    k: int = Field(3, ge=1, description="Neighbours tried, nearest first.")
+    min_neighbour_accuracy: float = Field(
+        0.8, ge=0, le=1, description="A neighbour's accuracy on every drifted class, at least."
+    )
+    live_window_s: float = Field(60.0, gt=0, description="A neighbour reported within this.")
+    merge: MergePolicy = Field("sample-weighted", description="How a fetched part is merged.")
+    neighbour_choice: NeighbourChoice = Field(
+        "jsd", description="jsd (Cartel) or random (the random-neighbour baseline)."
+    )
+    cooldown: int = Field(
+        5, ge=0, description="Batches after a transfer or a failed search before drift counts."
+    )
+    seed: int = Field(0, description="For the random neighbour choice.")

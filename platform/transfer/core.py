@@ -1,0 +1,393 @@
+"""One cartel site as a sans-IO state machine: an input in, effects out.
+
+Inputs are what happened (a batch was scored, the registry answered, a part
+arrived or did not); effects are what the driver must do (send a report, ask
+for neighbours, fetch a part, merge it, record lineage, log). No clock, socket
+or thread in here: the simulator and the edge agent drive the same class.
+"""
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from atoll.platform.transfer.config import CartelConfig
+from atoll.platform.transfer.drift import Detector, make_detector
+from atoll.platform.transfer.neighbours import SiteReport, choose_neighbours, divergence
+from atoll.platform.transfer.parts import ModelPart, PartRefused, check_part
+
+# Inputs
+
+
+@dataclass(frozen=True)
+class BatchScored:
+    """A batch scored by the model before it trained on it (test, then train)."""
+
+    time_s: float
+    labels: Sequence[int]
+    correct: Sequence[bool]
+
+
+@dataclass(frozen=True)
+class ReportSent:
+    ok: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class NeighboursFound:
+    reports: Sequence[SiteReport]  # candidates as the registry gave them
+
+
+@dataclass(frozen=True)
+class NeighboursFailed:
+    reason: str
+
+
+@dataclass(frozen=True)
+class PartArrived:
+    part: ModelPart
+
+
+@dataclass(frozen=True)
+class FetchFailed:
+    source: str
+    reason: str
+
+
+Input = BatchScored | ReportSent | NeighboursFound | NeighboursFailed | PartArrived | FetchFailed
+
+# Effects
+
+
+@dataclass(frozen=True)
+class SendReport:
+    report: SiteReport
+
+
+@dataclass(frozen=True)
+class AskNeighbours:
+    priors: tuple[float, ...]
+    drifted: tuple[int, ...]
+    signature: str
+
+
+@dataclass(frozen=True)
+class FetchPart:
+    source: SiteReport
+    classes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MergePart:
+    part: ModelPart
+
+
+@dataclass(frozen=True)
+class RecordLineage:
+    site: str
+    version: int
+    source: str
+    source_version: int
+    kind: str
+    classes: tuple[int, ...]
+    policy: str
+    time_s: float
+
+
+@dataclass(frozen=True)
+class Log:
+    event: str  # drift | neighbours | refused | fetch-failed | gave-up | registry-down | merged
+    message: str
+    fields: Mapping[str, object] = field(default_factory=dict)
+
+
+Effect = SendReport | AskNeighbours | FetchPart | MergePart | RecordLineage | Log
+
+
+class CartelSite:
+    """Phases: training -> (drift) asking -> fetching -> training, with a cooldown
+    after each transfer or failed search so that one drift starts one transfer."""
+
+    def __init__(
+        self,
+        site: str,
+        config: CartelConfig,
+        num_classes: int,
+        signature: str,
+        shapes: Mapping[str, tuple[int, ...]],
+        endpoint: str | None = None,
+    ) -> None:
+        self.site = site
+        self.config = config
+        self.num_classes = num_classes
+        self.signature = signature
+        self.shapes = dict(shapes)
+        self.endpoint = endpoint
+        self.detector: Detector = make_detector(config)
+        self.rng = np.random.default_rng(config.seed)
+        self.batches = 0
+        self.samples = 0
+        self.version = 0
+        self.time_s = 0.0
+        self.class_samples = np.zeros(num_classes, dtype=np.int64)
+        self._label_counts: deque[np.ndarray] = deque(maxlen=config.priors_window)
+        self._scored: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=config.accuracy_window)
+        self.phase = "training"
+        self.cooldown_left = 0
+        self.drifted: tuple[int, ...] = ()
+        self.candidates: list[SiteReport] = []
+        self.last_reported: tuple[float, ...] | None = None
+        self.last_report_batch = 0
+        self.report_pending = False
+        self.registry_down = False
+        self.drift_flag = False
+        self.reports_sent = 0
+        self.transfers = 0
+
+    # What the site knows about itself
+
+    def priors(self) -> tuple[float, ...]:
+        counts = np.sum(self._label_counts, axis=0) if self._label_counts else None
+        if counts is None or counts.sum() == 0:
+            return tuple([1.0 / self.num_classes] * self.num_classes)
+        return tuple(float(c) for c in counts / counts.sum())
+
+    def class_accuracy(self, last: int | None = None, min_count: int = 5) -> list[float | None]:
+        scored = list(self._scored)[-last:] if last else list(self._scored)
+        right = np.zeros(self.num_classes)
+        seen = np.zeros(self.num_classes)
+        for labels, correct in scored:
+            np.add.at(seen, labels, 1)
+            np.add.at(right, labels, correct)
+        return [
+            float(right[c] / seen[c]) if seen[c] >= min_count else None
+            for c in range(self.num_classes)
+        ]
+
+    def drifted_classes(self) -> list[int]:
+        """Classes the model now gets wrong that either come more often than before or
+        lost accuracy, among those behind a good share of the recent errors (a class
+        seen twice and missed once is noise; one the site always got wrong is no drift)."""
+        window = self.config.drift_window
+        scored = list(self._scored)
+        now_seen, now_wrong = _tally(scored[-window:], self.num_classes)
+        before_seen, before_wrong = _tally(scored[:-window], self.num_classes)
+        share_now = now_seen / max(now_seen.sum(), 1)
+        share_before = before_seen / max(before_seen.sum(), 1)
+        error_share = now_wrong / max(now_wrong.sum(), 1)
+        poor = []
+        for c in range(self.num_classes):
+            if now_seen[c] < 2 or error_share[c] < 0.1:
+                continue
+            accuracy = 1 - now_wrong[c] / now_seen[c]
+            if accuracy >= self.config.poor_class_accuracy:
+                continue
+            rose = share_now[c] >= 1.5 * share_before[c]
+            lost = (  # a drop measured on too few samples is noise
+                now_seen[c] >= 10
+                and before_seen[c] >= 10
+                and 1 - before_wrong[c] / before_seen[c] - accuracy >= self.config.drift_limit
+            )
+            if rose or lost:
+                poor.append(c)
+        if not poor and now_wrong.sum() > 0:  # error rose but no class stands out: the worst
+            poor = [int(np.argmax(now_wrong))]
+        return poor
+
+    def accuracy(self) -> float:
+        total = sum(len(lbl) for lbl, _ in self._scored)
+        right = sum(int(c.sum()) for _, c in self._scored)
+        return right / total if total else 0.0
+
+    def report(self) -> SiteReport:
+        return SiteReport(
+            site=self.site,
+            time_s=self.time_s,
+            class_priors=self.priors(),
+            accuracy=self.accuracy(),
+            class_accuracy=tuple(self.class_accuracy()),
+            class_samples=tuple(int(n) for n in self.class_samples),
+            samples=self.samples,
+            signature=self.signature,
+            version=self.version,
+            drift=self.drift_flag,
+            endpoint=self.endpoint,
+        )
+
+    # Inputs
+
+    def handle(self, event: Input) -> list[Effect]:
+        if isinstance(event, BatchScored):
+            return self._batch(event)
+        if isinstance(event, ReportSent):
+            return self._report_sent(event)
+        if isinstance(event, NeighboursFound):
+            return self._neighbours(event.reports)
+        if isinstance(event, NeighboursFailed):
+            return self._give_up(f"no neighbours: {event.reason}", "registry-down")
+        if isinstance(event, PartArrived):
+            return self._part(event.part)
+        return self._fetch_failed(event)
+
+    def _batch(self, event: BatchScored) -> list[Effect]:
+        labels = np.asarray(event.labels, dtype=np.int64)
+        correct = np.asarray(event.correct, dtype=bool)
+        if len(labels) != len(correct):
+            raise ValueError(f"{len(labels)} labels but {len(correct)} scores")
+        self.time_s = event.time_s
+        self.batches += 1
+        self.samples += len(labels)
+        self.version += 1
+        self._label_counts.append(np.bincount(labels, minlength=self.num_classes))
+        self._scored.append((labels, correct))
+        np.add.at(self.class_samples, labels, 1)
+        effects: list[Effect] = []
+        errors = [int(not c) for c in correct]
+        fired = self.detector.update(errors)
+        if self.cooldown_left > 0:
+            self.cooldown_left -= 1
+            if self.cooldown_left == 0:
+                self.detector.reset()
+        elif fired and self.phase == "training" and self.batches > self.config.warmup:
+            effects += self._drift()
+        if self._report_due():
+            effects.append(self._send_report())
+        return effects
+
+    def _report_due(self) -> bool:
+        if self.report_pending:
+            return True
+        every = self.config.report_every
+        if every and self.batches - self.last_report_batch >= every:
+            return True
+        threshold = self.config.prior_move_threshold
+        if threshold is not None and self.last_reported is not None:
+            return divergence(self.priors(), self.last_reported) > threshold
+        return self.last_reported is None
+
+    def _send_report(self) -> SendReport:
+        report = self.report()
+        self.last_reported = report.class_priors
+        self.last_report_batch = self.batches
+        self.report_pending = False
+        self.reports_sent += 1
+        return SendReport(report)
+
+    def _report_sent(self, event: ReportSent) -> list[Effect]:
+        if event.ok:
+            if self.registry_down:
+                self.registry_down = False
+                return [Log("registry-up", "registry answers again; reports resume")]
+            return []
+        # Keep training alone; the next batch sends a fresh report (catching up).
+        self.report_pending = True
+        if self.registry_down:
+            return []
+        self.registry_down = True
+        return [Log("registry-down", f"report not delivered ({event.reason}); training alone")]
+
+    def _drift(self) -> list[Effect]:
+        poor = self.drifted_classes()
+        self.drifted = tuple(poor)
+        self.drift_flag = True
+        self.phase = "asking"
+        priors = self.priors()
+        return [
+            Log(
+                "drift",
+                f"{self.detector.name} fired at batch {self.batches}; "
+                f"drifted classes {list(self.drifted)}",
+                {"detector": self.detector.name, "classes": list(self.drifted)},
+            ),
+            self._send_report(),
+            AskNeighbours(priors, self.drifted, self.signature),
+        ]
+
+    def _neighbours(self, reports: Sequence[SiteReport]) -> list[Effect]:
+        if self.phase != "asking":
+            return []
+        config = self.config
+        self.candidates = choose_neighbours(
+            reports,
+            asking=self.site,
+            priors=self.priors(),
+            signature=self.signature,
+            drifted=self.drifted,
+            now_s=self.time_s,
+            live_window_s=config.live_window_s,
+            min_accuracy=config.min_neighbour_accuracy,
+            k=config.k,
+            rng=self.rng if config.neighbour_choice == "random" else None,
+        )
+        names = [r.site for r in self.candidates]
+        log = Log("neighbours", f"neighbours for {list(self.drifted)}: {names}", {"sites": names})
+        return [log, *self._next_fetch()]
+
+    def _next_fetch(self) -> list[Effect]:
+        if not self.candidates:
+            return self._give_up("no neighbour left to fetch from", "gave-up")
+        self.phase = "fetching"
+        return [FetchPart(self.candidates[0], self.drifted)]
+
+    def _fetch_failed(self, event: FetchFailed) -> list[Effect]:
+        if self.phase != "fetching" or not self.candidates:
+            return []
+        if self.candidates[0].site == event.source:
+            self.candidates.pop(0)
+        log = Log("fetch-failed", f"fetch from {event.source} failed: {event.reason}; next")
+        return [log, *self._next_fetch()]
+
+    def _part(self, part: ModelPart) -> list[Effect]:
+        if self.phase != "fetching":
+            return [Log("refused", f"unasked-for part from {part.source}; kept the model")]
+        try:
+            check_part(part, self.signature, self.shapes, self.num_classes)
+        except PartRefused as e:
+            if self.candidates and self.candidates[0].site == part.source:
+                self.candidates.pop(0)
+            refused = Log(
+                "refused",
+                f"refused part from {part.source}: {e}; kept the model",
+                {"source": part.source},
+            )
+            return [refused, *self._next_fetch()]
+        self.phase = "training"
+        self.cooldown_left = self.config.cooldown
+        self.drift_flag = False
+        self.candidates = []
+        self.transfers += 1
+        self.version += 1
+        return [
+            MergePart(part),
+            RecordLineage(
+                site=self.site,
+                version=self.version,
+                source=part.source,
+                source_version=part.source_version,
+                kind=part.kind,
+                classes=part.classes,
+                policy=self.config.merge,
+                time_s=self.time_s,
+            ),
+            Log("merged", f"merged {part.describe()} by {self.config.merge}"),
+        ]
+
+    def _give_up(self, reason: str, event: str) -> list[Effect]:
+        self.phase = "training"
+        self.cooldown_left = self.config.cooldown
+        self.candidates = []
+        return [Log(event, f"{reason}; training alone")]
+
+
+def _tally(
+    scored: Sequence[tuple[np.ndarray, np.ndarray]], num_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Samples and errors per class over scored batches."""
+    seen = np.zeros(num_classes)
+    wrong = np.zeros(num_classes)
+    for labels, correct in scored:
+        np.add.at(seen, labels, 1)
+        np.add.at(wrong, labels, ~correct)
+    return seen, wrong

@@ -1,0 +1,232 @@
+import numpy as np
+import pytest
+
+from atoll.platform.transfer.config import CartelConfig
+from atoll.platform.transfer.core import (
+    AskNeighbours,
+    BatchScored,
+    CartelSite,
+    Effect,
+    FetchFailed,
+    FetchPart,
+    Log,
+    MergePart,
+    NeighboursFailed,
+    NeighboursFound,
+    PartArrived,
+    RecordLineage,
+    ReportSent,
+    SendReport,
+)
+from atoll.platform.transfer.neighbours import SiteReport
+from atoll.platform.transfer.parts import ModelPart
+
+SHAPES = {"linear.weight": (4, 3), "linear.bias": (4,)}
+CONFIG = CartelConfig(
+    report_every=5, prior_move_threshold=None, drift_window=2, accuracy_window=10, warmup=0
+)
+
+
+def site(config: CartelConfig = CONFIG) -> CartelSite:
+    return CartelSite("me", config, 4, "logreg:abc", SHAPES)
+
+
+def batch(t: float, labels: list[int], right: list[bool]) -> BatchScored:
+    return BatchScored(t, labels, right)
+
+
+def steady(core: CartelSite, batches: int, start: int = 0) -> list[Effect]:
+    """Classes 0 and 1, nine in ten right."""
+    effects: list[Effect] = []
+    for i in range(start, start + batches):
+        labels = [0, 1] * 5
+        effects += core.handle(batch(float(i), labels, [j != 0 for j in range(10)]))
+    return effects
+
+
+def drift(core: CartelSite, start: int) -> list[Effect]:
+    """Class 2 appears and is always wrong."""
+    effects: list[Effect] = []
+    for i in range(start, start + 2):
+        labels = [0, 1, 2, 2, 2, 2, 2, 2, 0, 1]
+        effects += core.handle(batch(float(i), labels, [lbl != 2 for lbl in labels]))
+    return effects
+
+
+def of(kind: type, effects: list[Effect]) -> list[Effect]:
+    return [e for e in effects if isinstance(e, kind)]
+
+
+def neighbour(
+    name: str, accuracy_2: float | None = 0.95, priors: tuple[float, ...] = (0.3, 0.3, 0.4, 0)
+) -> SiteReport:
+    return SiteReport(
+        name,
+        10.0,
+        priors,
+        0.9,
+        (0.9, 0.9, accuracy_2, None),
+        (50, 50, 60, 0),
+        160,
+        "logreg:abc",
+        9,
+        False,
+    )
+
+
+def good_part(source: str, **changes: object) -> ModelPart:
+    fields: dict[str, object] = {
+        "source": source,
+        "source_version": 9,
+        "signature": "logreg:abc",
+        "kind": "rows",
+        "classes": (2,),
+        "arrays": {
+            "linear.weight": np.ones((1, 3), np.float32),
+            "linear.bias": np.ones(1, np.float32),
+        },
+        "row_arrays": frozenset({"linear.weight", "linear.bias"}),
+        "class_samples": (60,),
+        "samples": 160,
+    }
+    fields.update(changes)
+    return ModelPart(**fields)  # type: ignore[arg-type]
+
+
+def drifted_site() -> CartelSite:
+    core = site()
+    steady(core, 10)
+    effects = drift(core, 10)
+    asks = of(AskNeighbours, effects)
+    assert len(asks) == 1
+    return core
+
+
+def test_reports_every_m_batches() -> None:
+    effects = steady(site(), 12)
+    assert len(of(SendReport, effects)) == 3  # the first batch, then batches 5 and 10
+
+
+def test_reports_when_the_priors_move() -> None:
+    core = site(CONFIG.model_copy(update={"report_every": 0, "prior_move_threshold": 0.05}))
+    quiet = steady(core, 8)
+    assert len(of(SendReport, quiet)) == 1
+    moved = [e for i in range(3) for e in core.handle(batch(20.0 + i, [3] * 10, [True] * 10))]
+    assert of(SendReport, moved)
+
+
+def test_steady_error_does_not_fire() -> None:
+    assert not of(AskNeighbours, steady(site(), 40))
+
+
+def test_no_drift_during_warmup() -> None:
+    core = site(CONFIG.model_copy(update={"warmup": 50}))
+    steady(core, 10)
+    assert not of(AskNeighbours, drift(core, 10))
+
+
+def test_drift_names_the_classes_and_reports_it() -> None:
+    core = site()
+    steady(core, 10)
+    effects = drift(core, 10)
+    (ask,) = of(AskNeighbours, effects)
+    assert isinstance(ask, AskNeighbours)
+    assert ask.drifted == (2,)
+    reports = of(SendReport, effects)
+    assert reports and isinstance(reports[-1], SendReport) and reports[-1].report.drift
+    logs = [e for e in of(Log, effects) if isinstance(e, Log) and e.event == "drift"]
+    assert logs and "window(W=2" in logs[0].message
+
+
+def test_fetches_from_the_nearest_good_neighbour() -> None:
+    core = drifted_site()
+    effects = core.handle(
+        NeighboursFound(
+            [neighbour("poor", 0.3), neighbour("far", priors=(0, 0, 0.5, 0.5)), neighbour("near")]
+        )
+    )
+    (fetch,) = of(FetchPart, effects)
+    assert isinstance(fetch, FetchPart)
+    assert fetch.source.site == "near"
+    assert fetch.classes == (2,)
+
+
+def test_merges_a_good_part_and_records_lineage() -> None:
+    core = drifted_site()
+    core.handle(NeighboursFound([neighbour("near")]))
+    effects = core.handle(PartArrived(good_part("near")))
+    assert of(MergePart, effects)
+    (lineage,) = of(RecordLineage, effects)
+    assert isinstance(lineage, RecordLineage)
+    assert (lineage.source, lineage.source_version, lineage.classes) == ("near", 9, (2,))
+    assert core.phase == "training"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        good_part("near", signature="cnn:other"),
+        good_part("near", arrays={"linear.bias": np.array([np.nan], np.float32)}),
+        good_part("near", arrays={"linear.weight": np.ones((1, 5), np.float32)}),
+    ],
+)
+def test_refuses_a_bad_part_keeps_the_model_and_tries_the_next(bad: ModelPart) -> None:
+    core = drifted_site()
+    core.handle(NeighboursFound([neighbour("near"), neighbour("next", priors=(0.2, 0.2, 0.6, 0))]))
+    effects = core.handle(PartArrived(bad))
+    assert not of(MergePart, effects)
+    refused = [e for e in of(Log, effects) if isinstance(e, Log) and e.event == "refused"]
+    assert refused and "kept the model" in refused[0].message
+    (fetch,) = of(FetchPart, effects)
+    assert isinstance(fetch, FetchPart) and fetch.source.site == "next"
+
+
+def test_a_dead_neighbour_gives_way_to_the_next_then_to_training_alone() -> None:
+    core = drifted_site()
+    core.handle(NeighboursFound([neighbour("near"), neighbour("next", priors=(0.2, 0.2, 0.6, 0))]))
+    (fetch,) = of(FetchPart, core.handle(FetchFailed("near", "timed out")))
+    assert isinstance(fetch, FetchPart) and fetch.source.site == "next"
+    effects = core.handle(FetchFailed("next", "timed out"))
+    assert [e.event for e in of(Log, effects) if isinstance(e, Log)][-1] == "gave-up"
+    assert core.phase == "training"
+    steady(core, 3, start=20)  # and it goes on training
+
+
+def test_registry_down_keeps_training_and_catches_up() -> None:
+    core = site()
+    first = steady(core, 1)
+    assert of(SendReport, first)
+    logs = core.handle(ReportSent(ok=False, reason="connection refused"))
+    assert [e.event for e in logs if isinstance(e, Log)] == ["registry-down"]
+    retry = steady(core, 1, start=1)
+    assert of(SendReport, retry)  # the next batch tries again
+    assert core.handle(ReportSent(ok=False, reason="still down")) == []  # logged once
+    steady(core, 1, start=2)
+    back = core.handle(ReportSent(ok=True))
+    assert [e.event for e in back if isinstance(e, Log)] == ["registry-up"]
+
+
+def test_no_neighbour_answer_means_training_alone() -> None:
+    core = drifted_site()
+    effects = core.handle(NeighboursFailed("registry down"))
+    assert core.phase == "training"
+    assert not of(FetchPart, effects)
+
+
+def test_an_unasked_part_is_refused() -> None:
+    core = site()
+    steady(core, 3)
+    effects = core.handle(PartArrived(good_part("stranger")))
+    assert not of(MergePart, effects)
+
+
+def test_one_drift_starts_one_transfer() -> None:
+    core = drifted_site()
+    core.handle(NeighboursFound([neighbour("near")]))
+    core.handle(PartArrived(good_part("near")))
+    assert not of(AskNeighbours, drift(core, 12))  # still cooling down
+
+
+def test_mismatched_batch_is_an_error() -> None:
+    with pytest.raises(ValueError, match="labels"):
+        site().handle(batch(0.0, [0, 1], [True]))
