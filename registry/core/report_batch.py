@@ -23,25 +23,28 @@ def last_of_each_site(site_ids: Sequence[str]) -> dict[str, int]:
     return {site_id: i for i, site_id in enumerate(site_ids)}
 
 
+def arrival_ranks(site_ids: Sequence[str]) -> list[int]:
+    """Each report's place among its site's reports in the batch: 1, 2, ..."""
+    seen: dict[str, int] = {}
+    ranks = []
+    for site_id in site_ids:
+        seen[site_id] = seen.get(site_id, 0) + 1
+        ranks.append(seen[site_id])
+    return ranks
+
+
 def assign_seqs(site_ids: Sequence[str], totals: Mapping[str, int]) -> list[int | None]:
     """Each report's sequence number, given each site's report total after the batch.
 
     A site with n reports in the batch and total T after it gets T-n+1, ..., T, in the
-    order its reports arrived. A site missing from `totals` (unknown, or deregistered: the
-    database raised no counter) gets None for each of its reports.
+    order its reports arrived (T - n + rank). A site missing from `totals` (unknown, or
+    deregistered: the database raised no counter) gets None for each of its reports.
     """
     counts = reports_per_site(site_ids)
-    given: dict[str, int] = {}
-    seqs: list[int | None] = []
-    for site_id in site_ids:
-        total = totals.get(site_id)
-        if total is None:
-            seqs.append(None)
-            continue
-        before = given.get(site_id, 0)
-        given[site_id] = before + 1
-        seqs.append(total - counts[site_id] + before + 1)
-    return seqs
+    return [
+        None if site not in totals else totals[site] - counts[site] + rank
+        for site, rank in zip(site_ids, arrival_ranks(site_ids), strict=True)
+    ]
 
 
 def expiry_bounds(totals: Mapping[str, int], retention: int) -> dict[str, int]:

@@ -12,6 +12,7 @@ commit for the batch, and on PostgreSQL three statements whatever its size);
 fails as a whole (a report id already taken, a deadlock with another server process).
 """
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,7 @@ from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Conflict, NotFound
 from atoll.platform.service.sql import UTCDateTime
 from atoll.registry.core.report_batch import (
+    arrival_ranks,
     assign_seqs,
     expiry_bounds,
     has_repeated_ids,
@@ -96,16 +98,42 @@ _APPEND_POSTGRESQL = text(
 )
 
 
-# A batch's counters, on PostgreSQL: one UPDATE for every site of the batch.
-_RAISE_COUNTERS_POSTGRESQL = text(
+# A batch on PostgreSQL, in one statement (one round trip, atomic in autocommit): raise
+# each site's counter by its reports in the batch, insert the reports numbered from the
+# new totals (rank: a report's place among its site's, 1, 2, ...), drop what is beyond
+# the retention limit (a report that would be dropped at once is not inserted). Answers
+# each updated site's new total; a site missing from it is unknown or deregistered.
+_APPEND_BATCH_POSTGRESQL = text(
     """
-    UPDATE sites SET reports_total = sites.reports_total + b.n, last_seen_at = b.seen,
-        model_signature = b.signature, model_version = b.version, latest_priors = b.priors
-    FROM unnest(CAST(:ids AS text[]), CAST(:counts AS bigint[]), CAST(:seen AS timestamptz[]),
-        CAST(:signatures AS text[]), CAST(:versions AS text[]), CAST(:priors AS bytea[]))
-        AS b(id, n, seen, signature, version, priors)
-    WHERE sites.id = b.id AND sites.deregistered_at IS NULL
-    RETURNING sites.id, sites.reports_total
+    WITH counters AS (
+        UPDATE sites SET reports_total = sites.reports_total + s.n, last_seen_at = s.seen,
+            model_signature = s.signature, model_version = s.version, latest_priors = s.priors
+        FROM unnest(CAST(:site_ids AS text[]), CAST(:counts AS bigint[]),
+            CAST(:seen AS timestamptz[]), CAST(:signatures AS text[]), CAST(:versions AS text[]),
+            CAST(:priors AS bytea[])) AS s(id, n, seen, signature, version, priors)
+        WHERE sites.id = s.id AND sites.deregistered_at IS NULL
+        RETURNING sites.id, sites.reports_total, s.n
+    ), numbered AS (
+        SELECT r.*, c.reports_total - c.n + r.rank AS seq, c.reports_total AS total
+        FROM unnest(CAST(:ids AS text[]), CAST(:report_sites AS text[]),
+            CAST(:ranks AS bigint[]), CAST(:created AS timestamptz[]),
+            CAST(:class_priors AS json[]), CAST(:accuracies AS float8[]),
+            CAST(:samples AS bigint[]), CAST(:report_signatures AS text[]),
+            CAST(:report_versions AS text[]), CAST(:drifts AS boolean[]))
+            AS r(id, site_id, rank, created_at, class_priors, accuracy, samples,
+                model_signature, model_version, drift)
+        JOIN counters c ON c.id = r.site_id
+    ), stored AS (
+        INSERT INTO reports (id, site_id, seq, created_at, class_priors, accuracy, samples,
+            model_signature, model_version, drift)
+        SELECT id, site_id, seq, created_at, class_priors, accuracy, samples,
+            model_signature, model_version, drift
+        FROM numbered WHERE seq > total - :retention
+    ), expired AS (
+        DELETE FROM reports USING counters c
+        WHERE reports.site_id = c.id AND reports.seq <= c.reports_total - :retention
+    )
+    SELECT id, reports_total FROM counters
     """
 )
 
@@ -153,23 +181,57 @@ def add_reports(
     if has_repeated_ids([v["id"] for v in values]):
         return _one_by_one(database, batch, retention)
     try:
-        with database.transaction() as conn:
-            outcomes = _store_batch(conn, database.backend, values, retention)
+        if database.backend == "postgresql":
+            with database.reader.connect() as conn:  # autocommit: the statement commits
+                outcomes = _store_batch_in_one_statement(conn, values, retention)
+        else:
+            with database.transaction() as conn:
+                outcomes = _store_batch_step_by_step(conn, values, retention)
     except DBAPIError:  # a report id already taken, a deadlock, ...: sort it out one by one
         return _one_by_one(database, batch, retention)
     return outcomes
 
 
-def _store_batch(
-    conn: Connection, backend: str, values: list[dict[str, Any]], retention: int
+def _store_batch_in_one_statement(
+    conn: Connection, values: list[dict[str, Any]], retention: int
+) -> list[Stored | Exception]:
+    site_ids = [v["site_id"] for v in values]
+    counts = reports_per_site(site_ids)
+    latest = {site: values[i] for site, i in last_of_each_site(site_ids).items()}
+    sites = list(counts)
+    params = {
+        "site_ids": sites,
+        "counts": [counts[s] for s in sites],
+        "seen": [latest[s]["created_at"] for s in sites],
+        "signatures": [latest[s]["model_signature"] for s in sites],
+        "versions": [latest[s]["model_version"] for s in sites],
+        "priors": [priors_to_bytes(latest[s]["class_priors"]) for s in sites],
+        "ids": [v["id"] for v in values],
+        "report_sites": site_ids,
+        "ranks": arrival_ranks(site_ids),
+        "created": [v["created_at"] for v in values],
+        "class_priors": [json.dumps(v["class_priors"]) for v in values],
+        "accuracies": [v["accuracy"] for v in values],
+        "samples": [v["samples"] for v in values],
+        "report_signatures": [v["model_signature"] for v in values],
+        "report_versions": [v["model_version"] for v in values],
+        "drifts": [v["drift"] for v in values],
+        "retention": retention,
+    }
+    totals = {row[0]: row[1] for row in conn.execute(_APPEND_BATCH_POSTGRESQL, params)}
+    return _outcomes(conn, values, totals)
+
+
+def _store_batch_step_by_step(
+    conn: Connection, values: list[dict[str, Any]], retention: int
 ) -> list[Stored | Exception]:
     site_ids = [v["site_id"] for v in values]
     latest = {site: values[i] for site, i in last_of_each_site(site_ids).items()}
-    counts = reports_per_site(site_ids)
-    if backend == "postgresql":
-        totals = _raise_counters_in_one_statement(conn, counts, latest)
-    else:
-        totals = _raise_counters_site_by_site(conn, counts, latest)
+    totals = {}
+    for site, count in reports_per_site(site_ids).items():
+        total = conn.execute(_NEXT_SEQ, _counter_params(latest[site], count)).scalar()
+        if total is not None:
+            totals[site] = total
     seqs = assign_seqs(site_ids, totals)
     rows = [{**v, "seq": seq} for v, seq in zip(values, seqs, strict=True) if seq is not None]
     if rows:
@@ -177,41 +239,24 @@ def _store_batch(
     bounds = expiry_bounds(totals, retention)
     if bounds:
         conn.execute(_EXPIRE, [{"b_site": s, "b_upto": upto} for s, upto in bounds.items()])
-    refused = {s: _why_not(conn, s) for s in counts if s not in totals}
+    return _outcomes(conn, values, totals)
+
+
+def _outcomes(
+    conn: Connection, values: list[dict[str, Any]], totals: dict[str, int]
+) -> list[Stored | Exception]:
+    """Each report's answer from its site's new total: stored with its seq, or the reason
+    its site took no report."""
+    site_ids = [v["site_id"] for v in values]
+    refused = {s: _why_not(conn, s) for s in set(site_ids) if s not in totals}
     return [
         refused[v["site_id"]] if seq is None else _new(v, seq)
-        for v, seq in zip(values, seqs, strict=True)
+        for v, seq in zip(values, assign_seqs(site_ids, totals), strict=True)
     ]
 
 
 def _new(values: dict[str, Any], seq: int) -> Stored:
     return ReportOut.model_validate({**values, "seq": seq}), True
-
-
-def _raise_counters_in_one_statement(
-    conn: Connection, counts: dict[str, int], latest: dict[str, dict[str, Any]]
-) -> dict[str, int]:
-    sites = list(counts)
-    params = {
-        "ids": sites,
-        "counts": [counts[s] for s in sites],
-        "seen": [latest[s]["created_at"] for s in sites],
-        "signatures": [latest[s]["model_signature"] for s in sites],
-        "versions": [latest[s]["model_version"] for s in sites],
-        "priors": [priors_to_bytes(latest[s]["class_priors"]) for s in sites],
-    }
-    return {row[0]: row[1] for row in conn.execute(_RAISE_COUNTERS_POSTGRESQL, params)}
-
-
-def _raise_counters_site_by_site(
-    conn: Connection, counts: dict[str, int], latest: dict[str, dict[str, Any]]
-) -> dict[str, int]:
-    totals = {}
-    for site, count in counts.items():
-        total = conn.execute(_NEXT_SEQ, _counter_params(latest[site], count)).scalar()
-        if total is not None:
-            totals[site] = total
-    return totals
 
 
 def _counter_params(values: dict[str, Any], count: int) -> dict[str, Any]:

@@ -1,9 +1,12 @@
 """Reports: normalised on the way in, history with retention, safe retries, strict checks."""
 
+import asyncio
 import uuid
+from typing import Any
 
+import httpx
 import pytest
-from integration.registry.service import LIMITS, PRIORS, SIGNATURE, Registry
+from integration.registry.service import ADMIN, LIMITS, PRIORS, SIGNATURE, Registry
 
 from atoll.registry.client import RegistryError
 from atoll.registry.core.config import RegistrySettings
@@ -158,3 +161,54 @@ def test_a_site_that_never_reported_has_no_latest_report(registry: Registry) -> 
         own.latest_report(site.id)
     assert caught.value.status == 404
     assert registry.admin.reports(site.id).reports == []
+
+
+def test_reports_sent_at_once_are_batched_numbered_and_kept_to_the_limit(
+    registry: Registry,
+) -> None:
+    """Many reports of two sites at once, with a report id reused and an unknown site among
+    them: the group-commit writer stores them in few transactions, yet each gets its own
+    answer, seqs run 1..n per site, and only the newest `retention` stay."""
+    retention = int(LIMITS["ATOLL_REPORT_RETENTION"])
+    one, _ = registry.site("one")
+    two, _ = registry.site("two")
+    reused = str(uuid.uuid4())
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=registry.url, timeout=30) as http:
+            headers = {"Authorization": f"Bearer {ADMIN}"}
+
+            def send(site: object, i: int, report_id: str | None = None) -> Any:
+                body = {
+                    "class_priors": [1, i + 1], "accuracy": 0.5, "samples": i,
+                    "model_signature": SIGNATURE, "model_version": str(i),
+                    **({"id": report_id} if report_id else {}),
+                }  # fmt: skip
+                return http.post(f"/v1/sites/{site}/reports", json=body, headers=headers)
+
+            sends = [send(one.id if i % 3 else two.id, i) for i in range(24)]
+            sends += [send(one.id, 99, reused), send(one.id, 99, reused)]
+            sends.append(send(uuid.uuid4(), 0))
+            return list(await asyncio.gather(*sends))
+
+    batches_before = _batches(registry)
+    answers = asyncio.run(burst())
+    assert _batches(registry) - batches_before < len(answers)  # some went together
+    assert [a.status_code for a in answers[-1:]] == [404]
+    assert sorted(a.status_code for a in answers[-3:-1]) == [200, 201]  # stored once
+    assert answers[-3].json()["seq"] == answers[-2].json()["seq"]
+    stored = [a.json() for a in answers[:-1] if a.status_code == 201]
+    for site, count in ((one, 16 + 1), (two, 8)):
+        seqs = sorted(r["seq"] for r in stored if r["site_id"] == str(site.id))
+        assert seqs == list(range(1, count + 1))
+        kept = registry.admin.reports(site.id, limit=100).reports
+        assert [r.seq for r in kept] == list(range(count, count - retention, -1))
+        assert registry.admin.get_site(site.id).reports_total == count
+
+
+def _batches(registry: Registry) -> float:
+    """Batches the report writer has committed, from /metrics."""
+    for line in registry.raw("GET", "/metrics", token=None).text.splitlines():
+        if line.startswith("atoll_registry_report_batch_size_count"):
+            return float(line.split()[-1])
+    return 0.0

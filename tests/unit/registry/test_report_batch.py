@@ -1,6 +1,7 @@
 import pytest
 
 from atoll.registry.core.report_batch import (
+    arrival_ranks,
     assign_seqs,
     expiry_bounds,
     has_repeated_ids,
@@ -64,3 +65,8 @@ def test_a_report_id_twice_in_a_batch_is_seen() -> None:
     assert has_repeated_ids(["x", "y", "x"])
     assert not has_repeated_ids(["x", "y"])
     assert not has_repeated_ids([])
+
+
+def test_a_reports_rank_is_its_place_among_its_sites_reports() -> None:
+    assert arrival_ranks(["a", "b", "a", "a", "c", "b"]) == [1, 1, 2, 3, 1, 2]
+    assert arrival_ranks([]) == []
