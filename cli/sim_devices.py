@@ -18,7 +18,7 @@ def simulate_devices(
     from atoll.platform.data.datasets import locate_fashion_mnist
     from atoll.platform.devices.site import initial_arrays
     from atoll.platform.sim.device_app import EXAMPLE_APP, DeviceApp
-    from atoll.platform.sim.devices import PROFILES, DevicePoint, DeviceWorld, run_atoll
+    from atoll.platform.sim.devices import PROFILES, DevicePoint, DeviceWorld, run_atoll, warm_up
 
     if profile not in PROFILES:
         raise AtollError(f"--device-profile must be one of {sorted(PROFILES)}, not {profile!r}")
@@ -47,6 +47,7 @@ def simulate_devices(
         initial=initial_arrays(app.model, spec.seed),
         evaluate=app.evaluator(config, spec.eval_samples),
     )
+    warm_up(world)
     with RunLog(out / "log.jsonl") as log:
 
         def record(point: DevicePoint) -> None:
