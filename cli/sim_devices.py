@@ -7,7 +7,13 @@ from atoll.platform.geo.job import GeoJob
 
 
 def simulate_devices(
-    spec: GeoJob, devices: int, profile: str, app_dir: Path | None, out: Path, overwrite: bool
+    spec: GeoJob,
+    devices: int,
+    profile: str,
+    app_dir: Path | None,
+    samples: int,
+    out: Path,
+    overwrite: bool,
 ) -> None:
     import torch
 
@@ -36,6 +42,7 @@ def simulate_devices(
         "data-dir": str(locate_fashion_mnist(spec.data_dir)),
         "alpha": partition.alpha,
         "seed": spec.seed,
+        "max-train-samples": samples,
     }
     torch.set_num_threads(1)
     world = DeviceWorld(

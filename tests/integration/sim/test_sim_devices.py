@@ -16,6 +16,7 @@ def test_sites_train_through_their_devices(fashion_mnist: Path, tmp_path: Path) 
     out = tmp_path / "run"
     result = atoll_in_process(
         "sim", "--devices", "3", "--sites", "2", "--clocks", "2", "--eval-samples", "300",
+        "--device-samples", "100",
         "--data-dir", str(fashion_mnist.parent), "--out", str(out),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
