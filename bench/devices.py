@@ -21,7 +21,14 @@ from atoll.platform.devices.site import initial_arrays
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.net.topology import load_topology
 from atoll.platform.sim.device_app import EXAMPLE_APP, DeviceApp
-from atoll.platform.sim.devices import PROFILES, DevicePoint, DeviceWorld, run_atoll, run_central
+from atoll.platform.sim.devices import (
+    PROFILES,
+    DevicePoint,
+    DeviceWorld,
+    run_atoll,
+    run_central,
+    warm_up,
+)
 
 
 def time_to(points: list[DevicePoint], target: float) -> float | None:
@@ -56,9 +63,7 @@ def run(
         initial=initial_arrays(app.model, int(config["seed"])),
         evaluate=app.evaluator(config, 1000 if quick else 5000),
     )
-    # The app reads its data files once per process: read them before anything is timed,
-    # or the first arm's first round would pay for it.
-    app.task.load_data(0, world.total, config)
+    warm_up(world)
     timelines: dict[str, list[DevicePoint]] = {"central-flower": [], "atoll": []}
     started = time.perf_counter()
     run_central(world, rounds, timelines["central-flower"].append)

@@ -44,6 +44,14 @@ def sim(
             help="The Flower app devices run (default: the example).", rich_help_panel=o.RUN_PANEL
         ),
     ] = None,
+    device_samples: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Training images per device, at most (0: its whole share).",
+            rich_help_panel=o.RUN_PANEL,
+        ),
+    ] = 0,
     job_options: dict[str, Any] | None = None,
 ) -> None:
     """Simulate a geo job in virtual time: real training math, modelled compute and WAN."""
@@ -51,7 +59,7 @@ def sim(
     if devices is not None:
         from atoll.cli.sim_devices import simulate_devices
 
-        simulate_devices(spec, devices, device_profile, device_app, out, overwrite)
+        simulate_devices(spec, devices, device_profile, device_app, device_samples, out, overwrite)
         return
     from atoll.platform.core.files import write_json
     from atoll.platform.core.rundir import claim_run_dir

@@ -7,7 +7,13 @@ from atoll.platform.geo.job import GeoJob
 
 
 def simulate_devices(
-    spec: GeoJob, devices: int, profile: str, app_dir: Path | None, out: Path, overwrite: bool
+    spec: GeoJob,
+    devices: int,
+    profile: str,
+    app_dir: Path | None,
+    samples: int,
+    out: Path,
+    overwrite: bool,
 ) -> None:
     import torch
 
@@ -18,7 +24,7 @@ def simulate_devices(
     from atoll.platform.data.datasets import locate_fashion_mnist
     from atoll.platform.devices.site import initial_arrays
     from atoll.platform.sim.device_app import EXAMPLE_APP, DeviceApp
-    from atoll.platform.sim.devices import PROFILES, DevicePoint, DeviceWorld, run_atoll
+    from atoll.platform.sim.devices import PROFILES, DevicePoint, DeviceWorld, run_atoll, warm_up
 
     if profile not in PROFILES:
         raise AtollError(f"--device-profile must be one of {sorted(PROFILES)}, not {profile!r}")
@@ -36,6 +42,7 @@ def simulate_devices(
         "data-dir": str(locate_fashion_mnist(spec.data_dir)),
         "alpha": partition.alpha,
         "seed": spec.seed,
+        "max-train-samples": samples,
     }
     torch.set_num_threads(1)
     world = DeviceWorld(
@@ -47,6 +54,7 @@ def simulate_devices(
         initial=initial_arrays(app.model, spec.seed),
         evaluate=app.evaluator(config, spec.eval_samples),
     )
+    warm_up(world)
     with RunLog(out / "log.jsonl") as log:
 
         def record(point: DevicePoint) -> None:

@@ -173,3 +173,33 @@ def wait_listening(host: str, port: int, timeout: float, process: subprocess.Pop
         except OSError:
             time.sleep(0.2)
     raise FlowerError(f"nothing listening on {host}:{port} after {timeout:.0f} s")
+
+
+def write_node_keys(folder: Path, name: str) -> tuple[Path, Path]:
+    """A SuperNode's key pair for node authentication (EC P-384, OpenSSH format, as
+    Flower reads them): `name` (private, mode 0600) and `name.pub`."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    folder.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP384R1())
+    private, public = folder / name, folder / f"{name}.pub"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+    )
+    private.chmod(0o600)
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+    )
+    return private, public
+
+
+def register_node(home: Path, public_key: Path) -> None:
+    """Let the SuperNode holding `public_key`'s private key join the site's SuperLink."""
+    flwr(home, "supernode", "register", str(public_key), CONNECTION)

@@ -52,7 +52,8 @@ class DeviceApp:
 
     def evaluator(self, config: UserConfig, samples: int) -> Callable[[Arrays], float]:
         """Accuracy of a model on the first `samples` of the app's test data."""
-        _, (x, y) = self.task.load_data(0, 1, {**config, "alpha": 0.0, "max-test-samples": 0})
+        whole_test_set = {**config, "alpha": 0.0, "max-test-samples": 0, "max-train-samples": 1}
+        _, (x, y) = self.task.load_data(0, 1, whole_test_set)
         x, y = x[:samples], y[:samples]
         net = self.task.Net()
 

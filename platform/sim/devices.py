@@ -25,6 +25,7 @@ from flwr.serverapp.strategy import FedAvg
 
 from atoll.platform.devices.local_grid import Exchange, LocalGrid, UserConfig
 from atoll.platform.devices.records import to_record
+from atoll.platform.devices.rounds import DeviceRounds, RoundOptions
 from atoll.platform.devices.site import Arrays, DeviceSite
 from atoll.platform.devices.spec import DeviceSiteSpec
 from atoll.platform.geo.codec import decode, encode
@@ -123,6 +124,13 @@ class DeviceWorld:
             1 + first + d: {"partition-id": first + d, "num-partitions": self.total}
             for d in range(self.devices_per_site)
         }
+
+
+def warm_up(world: DeviceWorld) -> None:
+    """One untimed device round: the app reads its data files once per process and
+    PyTorch's first steps are slow; otherwise the first round timed would pay for both."""
+    grid = LocalGrid(world.app, world.node_configs(0), world.run_config)
+    DeviceRounds(grid, RoundOptions(poll_s=0.001)).train(0, world.initial, {})
 
 
 def run_central(world: DeviceWorld, rounds: int, on_point: Callable[[DevicePoint], None]) -> None:
