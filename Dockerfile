@@ -64,7 +64,8 @@ RUN apt-get update \
 # folder exists (owned by it) so that a fresh named volume mounted there inherits that.
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/atoll \
         --shell /usr/sbin/nologin atoll \
-    && install -d -o atoll -g atoll /var/lib/atoll /var/lib/atoll/edge
+    && install -d -o atoll -g atoll /var/lib/atoll /var/lib/atoll/edge /var/lib/atoll/ca \
+        /etc/atoll /etc/atoll/tls /etc/atoll/public
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1

@@ -14,8 +14,8 @@ from typing import Any, TypeVar, cast
 
 import redis
 from pydantic import ValidationError
+from redis.exceptions import AuthenticationError, NoPermissionError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from atoll.platform.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys
@@ -290,6 +290,9 @@ class Bus:
             return call()
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
             raise BusDown(f"Redis at {_safe(self.url)} is unreachable: {e}") from e
+        except (NoPermissionError, AuthenticationError) as e:
+            # e.g. a revoked site's user, deleted: it waits with backoff like any outage
+            raise BusDown(f"Redis at {_safe(self.url)} refused this user: {e}") from e
 
 
 T = TypeVar("T")

@@ -12,12 +12,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 import redis
+from cryptography import x509
 from integration.control.harness import (
     DIGITS_JOB,
     SITES,
     control_database,
     job_end,
     own_redis,
+    site_clock,
     wait_for,
 )
 
@@ -190,3 +192,46 @@ def test_commands_not_signed_by_the_control_plane_or_replayed_are_refused_and_na
     assert "(a replay)" in text
     assert "refused drain command forged-1 for site virginia: it is not signed" in text
     assert client.site("virginia").agent_state == "idle"  # neither was applied
+
+
+def test_a_revoked_site_cannot_rejoin_a_running_job_while_the_others_go_on(
+    deployment: RecordedDeployment, client: ControlClient
+) -> None:
+    clocks = 20_000  # longer than the test: it is cancelled at the end
+    job = client.submit({**JOB, "clocks": clocks, "partition": "iid"}, name="revoked")
+    wait_for("frankfurt to train", lambda: site_clock(client, job.id, "frankfurt") >= 20, JOB_S)
+    client.revoke("frankfurt")
+    deployment.agents["frankfurt"].kill_group()  # its site goes down with its agent
+    # The other agents have the new revocation list (they read it every 10 s) ...
+    cert = deployment.root / "edge" / "frankfurt" / "state" / "identity" / "frankfurt.pem"
+    serial = x509.load_pem_x509_certificate(cert.read_bytes()).serial_number
+    for site in ("virginia", "singapore"):
+        crl = deployment.root / "edge" / site / "state" / "identity" / "crl.pem"
+        wait_for(
+            f"{site}'s revocation list",
+            lambda crl=crl: x509.load_pem_x509_crl(
+                crl.read_bytes()
+            ).get_revoked_certificate_by_serial_number(serial),
+            30,
+        )
+    # ... when frankfurt comes back with its revoked certificate and resumes its site.
+    deployment.start_agent("frankfurt")
+    peers_logs = [
+        deployment.root / "edge" / site / "state" / "jobs" / job.id / "site.stderr"
+        for site in ("virginia", "singapore")
+    ]
+    refusal = "no link with frankfurt: 'frankfurt' presented a revoked certificate"
+    for path in peers_logs:
+        wait_for(f"the refusal in {path}", lambda path=path: refusal in path.read_text(), JOB_S)
+    # The others go on: their clocks move, frankfurt's does not.
+    before = {s: site_clock(client, job.id, s) for s in ("virginia", "singapore", "frankfurt")}
+    for site in ("virginia", "singapore"):
+        wait_for(
+            f"{site} to go on without frankfurt",
+            lambda site=site: site_clock(client, job.id, site) >= before[site] + 50,
+            JOB_S,
+        )
+    assert site_clock(client, job.id, "frankfurt") == before["frankfurt"]
+    log = (deployment.root / "edge" / "frankfurt" / "agent.log").read_text()
+    assert "invalid username-password pair" in log  # its Redis user is gone too
+    client.cancel(job.id)
