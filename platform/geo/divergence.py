@@ -2,9 +2,9 @@
 
 A run has diverged when its loss is not a finite number, or when the loss, smoothed
 over a few clocks, has grown past `factor` times the smallest smoothed loss seen and
-above where it started (the smoothed loss at the end of a warm-up): a trained model's
-loss may triple from a very low value on a noisy batch, but a diverged one ends up
-worse than untrained. Pure: the runtime feeds
+above chance (the loss of a uniform guess, ln of the number of classes): a trained
+model's loss may grow several times from a very low value (a noisy batch, a replica
+adopted on rejoining), but a diverged one ends up worse than guessing. Pure: the runtime feeds
 it each clock's loss and acts on the verdict (stops the run, says why).
 """
 
@@ -21,13 +21,17 @@ class Diverged:
 
 @dataclass
 class DivergenceGuard:
+    chance: float = math.log(10)  # ln(classes): the loss of a uniform guess
     factor: float = 3.0
     warmup: int = 10  # clocks before the smoothed loss counts as a baseline
     smoothing: float = 0.2  # weight of the newest loss in the smoothed one
     smoothed: float | None = None
     best: float = math.inf
-    start: float = math.inf  # the smoothed loss after the warm-up
     clocks: int = 0
+
+    @classmethod
+    def for_classes(cls, classes: int) -> "DivergenceGuard":
+        return cls(chance=math.log(max(classes, 2)))
 
     def __post_init__(self) -> None:
         if not self.factor > 1:
@@ -42,14 +46,13 @@ class DivergenceGuard:
         self.smoothed = loss if self.smoothed is None else a * loss + (1 - a) * self.smoothed
         if self.clocks < self.warmup:
             return None
-        if self.clocks == self.warmup:
-            self.start = self.smoothed
         self.best = min(self.best, self.smoothed)
-        if self.smoothed > self.factor * self.best and self.smoothed > self.start:
+        if self.smoothed > self.factor * self.best and self.smoothed > self.chance:
             return Diverged(
                 clock,
                 loss,
                 f"loss blew up at clock {clock}: smoothed {self.smoothed:.3g}, "
-                f"{self.smoothed / self.best:.1f}x its lowest ({self.best:.3g})",
+                f"{self.smoothed / self.best:.1f}x its lowest ({self.best:.3g}) and above "
+                f"chance ({self.chance:.3g})",
             )
         return None

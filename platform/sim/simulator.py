@@ -91,7 +91,9 @@ class GeoSimulation:
                 total_clocks=job.clocks,
             )
             policy = build_policy(job.geo, i, len(names), replica.params)
-            self.sites.append(SimSite(i, name, replica, policy, compute.step_for(name)))
+            guard = DivergenceGuard.for_classes(data.train.num_classes)
+            site = SimSite(i, name, replica, policy, compute.step_for(name), guard=guard)
+            self.sites.append(site)
         self.links = {
             (a, b): SimulatedLink(
                 link_topology.link(names[a], names[b]),

@@ -213,7 +213,7 @@ class SiteRank:
         )
         self.compute_s = self.exchange_s = 0.0
         # A geo job's sites watch for divergence: one diverged replica spreads to all.
-        self.guard = DivergenceGuard() if geo else None
+        self.guard = DivergenceGuard.for_classes(self.train.num_classes) if geo else None
 
     def _make_shard(self, index: int) -> Shard:
         start, end = bounds = self.layout.bounds(index, self.flat.num_params)
