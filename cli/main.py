@@ -2,7 +2,20 @@
 
 import typer
 
-from atoll.cli import bench, control, data, demo, edge, registry, sim, site, sites, train, web
+from atoll.cli import (
+    bench,
+    cartel,
+    control,
+    data,
+    demo,
+    edge,
+    registry,
+    sim,
+    site,
+    sites,
+    train,
+    web,
+)
 from atoll.cli.errors import run
 
 app = typer.Typer(
@@ -15,6 +28,7 @@ app = typer.Typer(
 app.command("train")(train.train)
 app.command("sim")(sim.sim)
 app.command("demo")(demo.demo)
+app.add_typer(cartel.app, name="cartel")
 app.add_typer(data.app, name="data")
 app.add_typer(bench.app, name="bench")
 app.add_typer(registry.app, name="registry")
