@@ -86,4 +86,4 @@ def test_cli_writes_summary_log_and_plot(tmp_path: Path) -> None:
     assert {"accuracy", "bytes"} <= kinds
     assert (out / "accuracy.png").stat().st_size > 0
     again = CliRunner().invoke(app, [*args, "--out", str(out)])
-    assert again.exit_code != 0 and "--overwrite" in again.output
+    assert again.exit_code != 0 and "--overwrite" in str(again.exception)
