@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on servers
 import matplotlib.pyplot as plt
 
+from atoll.platform.core.plots import save_figure
+
 
 def plot_run(result: Any, path: Path, title: str) -> Path:
     """`result` is a SimResult: per-site accuracy (drifting sites drawn bold), onsets as
@@ -45,12 +47,7 @@ def plot_run(result: Any, path: Path, title: str) -> Path:
     traffic.bar(kinds, [result.bytes_by_kind[k] / 1e3 for k in kinds], color="tab:blue")
     traffic.set(ylabel="kB", title="bytes moved, by kind")
     traffic.tick_params(axis="x", rotation=30)
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)
 
 
 def plot_bench(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path, title: str) -> Path:
@@ -69,9 +66,4 @@ def plot_bench(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: Path, titl
         for axis in (top, bottom):
             axis.tick_params(axis="x", rotation=40, labelsize=8)
             axis.grid(alpha=0.3, axis="y")
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)
