@@ -157,3 +157,24 @@ def devices(
     from atoll.bench import devices as scenario
 
     scenario.run(quick, devices, rounds, target, out)
+
+
+@app.command("cartel")
+def cartel(
+    quick: Annotated[
+        bool, typer.Option(help="Digits, one seed, two scenarios: a minute or two, for CI.")
+    ] = False,
+    seeds: Annotated[int, typer.Option(min=1, help="Seeds per policy; rows are their means.")] = 3,
+    dataset: Annotated[str, typer.Option()] = "fashion-mnist",
+    model: Annotated[str, typer.Option(help="logreg or cnn.")] = "logreg",
+    batches: Annotated[int, typer.Option(min=30, help="Batches per site.")] = 240,
+    batch_size: Annotated[int, typer.Option(min=1)] = 10,
+    out: Annotated[Path, typer.Option(help="Folder for cartel.json and cartel.png.")] = Path(
+        "bench/results/cartel"
+    ),
+) -> None:
+    """Cartel: time to adapt after drift, bytes and accuracy against isolated, centralized,
+    fedavg and random-neighbour, per scenario, in the simulator."""
+    from atoll.bench import cartel as scenario
+
+    scenario.run(quick, out, seeds, dataset, model, batches, batch_size)

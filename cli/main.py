@@ -4,6 +4,7 @@ import typer
 
 from atoll.cli import (
     bench,
+    cartel,
     ca,
     control,
     data,
@@ -29,6 +30,7 @@ app = typer.Typer(
 app.command("train")(train.train)
 app.command("sim")(sim.sim)
 app.command("demo")(demo.demo)
+app.add_typer(cartel.app, name="cartel")
 app.add_typer(data.app, name="data")
 app.add_typer(bench.app, name="bench")
 app.add_typer(registry.app, name="registry")

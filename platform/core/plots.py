@@ -38,6 +38,11 @@ def plot_timelines(
     for axes in (accuracy, traffic):
         axes.grid(alpha=0.3)
     accuracy.legend(fontsize=8)
+    return save_figure(fig, path, title)
+
+
+def save_figure(fig: Any, path: Path, title: str) -> Path:
+    """Title, lay out, write as PNG (creating the folder), and free the figure."""
     fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,13 +24,19 @@ class CartelConfig(BaseModel):
     priors_window: int = Field(10, ge=1, description="Batches the reported priors cover.")
     accuracy_window: int = Field(30, ge=1, description="Batches per-class accuracy covers.")
     detector: DetectorName = Field("window", description="Drift detector on the error stream.")
-    drift_window: int = Field(5, ge=1, description="W: batches in the windowed error.")
+    drift_window: int = Field(2, ge=1, description="W: batches in the windowed error.")
     drift_limit: float = Field(
         0.2, gt=0, le=1, description="L: windowed error this far above the reference fires."
+    )
+    drift_reference: int = Field(
+        10, ge=1, description="Batches before the window whose mean error is the reference."
     )
     warmup: int = Field(20, ge=0, description="Batches before drift may fire (early learning).")
     poor_class_accuracy: float = Field(
         0.6, ge=0, le=1, description="A class this inaccurate in the drift window has drifted."
+    )
+    min_class_share: float = Field(
+        0.05, ge=0, le=1, description="A part holds the rows of classes this common now."
     )
     k: int = Field(3, ge=1, description="Neighbours tried, nearest first.")
     min_neighbour_accuracy: float = Field(

@@ -329,7 +329,13 @@ class CartelSite:
         if not self.candidates:
             return self._give_up("no neighbour left to fetch from", "gave-up")
         self.phase = "fetching"
-        return [FetchPart(self.candidates[0], self.drifted)]
+        return [FetchPart(self.candidates[0], self.wanted_classes())]
+
+    def wanted_classes(self) -> tuple[int, ...]:
+        """The drifted classes and the others the site now sees: rows trained side by side
+        in the neighbour's model fit together better than the drifted rows alone."""
+        now = [c for c, p in enumerate(self.priors()) if p >= self.config.min_class_share]
+        return tuple(sorted(set(now) | set(self.drifted)))
 
     def _fetch_failed(self, event: FetchFailed) -> list[Effect]:
         if self.phase != "fetching" or not self.candidates:

@@ -78,5 +78,5 @@ class RiverDetector:
 
 def make_detector(config: CartelConfig) -> Detector:
     if config.detector == "window":
-        return WindowedError(config.drift_window, config.drift_limit, config.accuracy_window)
+        return WindowedError(config.drift_window, config.drift_limit, config.drift_reference)
     return RiverDetector(config.detector)

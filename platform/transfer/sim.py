@@ -14,7 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -52,10 +52,10 @@ LINEAGE_BYTES = 200  # a lineage record as the registry receives it
 class SimSettings:
     scenario: str
     model: str
-    policy: Policy = "cartel"
+    policy: str = "cartel"  # one of POLICIES
     sites: int = 8
-    batches: int = 150
-    batch_size: int = 32
+    batches: int = 240
+    batch_size: int = 10
     seed: int = 0
     batch_seconds: float = 1.0  # a batch arrives at each site every this many seconds
     latency_s: float = 0.05  # one way, site to site and site to registry
@@ -63,6 +63,10 @@ class SimSettings:
     sync_every: int = 10  # fedavg rounds and centralized pushes, in batches
     dead_sites: tuple[int, ...] = ()  # sites that never answer a fetch (fault injection)
     cartel: CartelConfig = field(default_factory=CartelConfig)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
 
 
 @dataclass
@@ -92,7 +96,7 @@ class SimResult:
     def drifted(self) -> list[Adaptation]:
         return [a for s in self.sites for a in s.adaptations]
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> dict[str, Any]:
         adaptations = self.drifted()
         final = [float(np.mean(s.accuracy[-20:])) for s in self.sites]
         virtual_s = self.settings.batches * self.settings.batch_seconds

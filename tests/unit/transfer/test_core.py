@@ -148,7 +148,7 @@ def test_fetches_from_the_nearest_good_neighbour() -> None:
     (fetch,) = of(FetchPart, effects)
     assert isinstance(fetch, FetchPart)
     assert fetch.source.site == "near"
-    assert fetch.classes == (2,)
+    assert fetch.classes == (0, 1, 2)  # the drifted class and those the site now sees
 
 
 def test_merges_a_good_part_and_records_lineage() -> None:
