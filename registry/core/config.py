@@ -20,13 +20,16 @@ class RegistrySettings(ServiceSettings):
     max_body_bytes: int = Field(64 * 1024, ge=1024)
     report_retention: int = Field(100, ge=1, description="reports kept per site")
     max_neighbours: int = Field(100, ge=1, description="largest k a neighbour query may ask")
+    # 5 s, not less: a reload of 10,000 sites is tens of ms of Python holding the GIL, and
+    # once a second it halved the report writes the same process could take (measured
+    # with bench registry); next to a liveness window of minutes, 5 s is fresh enough.
     neighbour_cache_s: float = Field(
-        1.0,
+        5.0,
         ge=0,
         description="a server process keeps every site's latest priors in memory for neighbour "
-        "queries, told at once of its own reports and reloaded from the database this often, "
-        "so answers reflect other processes' reports and heartbeats at most this old; 0: read "
-        "the database at each query",
+        "queries, told at once of its own reports, heartbeats and deregistrations and reloaded "
+        "from the database this often, so answers reflect other server processes' changes at "
+        "most this old; 0: read the database at each query",
     )
     report_batch_max: int = Field(
         256,

@@ -193,17 +193,37 @@ class PriorsSnapshot:
     ) -> Ranking:
         """The k sites of `signature` nearest to `target` in priors among those seen at or
         after `since_s` and not excluded; ties to the smaller site id."""
+        return self.candidates(signature, exclude).rank(target, k, since_s)
+
+    def candidates(self, signature: str, exclude: Collection[str] = ()) -> "Candidates":
+        """A copy of the sites of `signature` but the excluded ones, to rank against: a
+        caller holding a lock takes this under it, and ranks after letting go."""
         group = self._groups.get(signature)
         if group is None or group.size == 0:
-            return Ranking([], 0)
+            return Candidates([], np.zeros((0, 1)), np.zeros(0), np.zeros(0))
         n = group.size
-        eligible = group.seen_s[:n] >= since_s
+        seen_s = group.seen_s[:n].copy()
         for site_id in exclude:
             row = group.row_of.get(site_id)
             if row is not None:
-                eligible[row] = False
-        candidates = int(eligible.sum())
-        divergences = js_divergences(
-            np.asarray(target, dtype=np.float64), group.priors[:n], group.terms[:n]
+                seen_s[row] = -np.inf  # never within a window
+        return Candidates(
+            list(group.site_ids), group.priors[:n].copy(), group.terms[:n].copy(), seen_s
         )
-        return Ranking(nearest(divergences, group.site_ids, k, eligible), candidates)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The sites of one signature as they were when copied out of a snapshot."""
+
+    site_ids: list[str]
+    priors: np.ndarray
+    terms: np.ndarray  # each row's self_terms
+    seen_s: np.ndarray  # -inf for a site excluded
+
+    def rank(self, target: np.ndarray, k: int, since_s: float) -> Ranking:
+        if not self.site_ids:
+            return Ranking([], 0)
+        eligible = self.seen_s >= since_s
+        divergences = js_divergences(np.asarray(target, dtype=np.float64), self.priors, self.terms)
+        return Ranking(nearest(divergences, self.site_ids, k, eligible), int(eligible.sum()))

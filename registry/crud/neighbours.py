@@ -140,8 +140,11 @@ class LiveSnapshot:
     def rank(
         self, signature: str, target: np.ndarray, k: int, exclude: Sequence[str], since_s: float
     ) -> Ranking:
+        """Copies the candidates under the lock and ranks them outside it, so that queries
+        in several threads rank at once (numpy lets go of the GIL)."""
         with self._lock:
-            return self._snapshot.rank(signature, target, k, exclude, since_s)
+            candidates = self._snapshot.candidates(signature, exclude)
+        return candidates.rank(target, k, since_s)
 
 
 def _by_signature(rows: Sequence[tuple[str, str, bytes, datetime]]) -> list[SignatureRows]:

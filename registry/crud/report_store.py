@@ -130,8 +130,11 @@ _APPEND_BATCH_POSTGRESQL = text(
             model_signature, model_version, drift
         FROM numbered WHERE seq > total - :retention
     ), expired AS (
+        -- The ANY gives the planner the batch's sites to look up in the (site_id, seq)
+        -- index, rather than scanning every report to join them with the counters.
         DELETE FROM reports USING counters c
-        WHERE reports.site_id = c.id AND reports.seq <= c.reports_total - :retention
+        WHERE reports.site_id = ANY(CAST(:site_ids AS text[])) AND reports.site_id = c.id
+            AND c.reports_total > :retention AND reports.seq <= c.reports_total - :retention
     )
     SELECT id, reports_total FROM counters
     """

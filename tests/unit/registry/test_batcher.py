@@ -1,5 +1,6 @@
 import asyncio
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -61,27 +62,24 @@ def test_what_queues_while_a_batch_runs_goes_in_the_next_one_up_to_the_limit() -
     assert sizes == [1, 3, 1]
 
 
-def test_a_handler_that_fails_fails_every_item_of_its_batch() -> None:
-    def broken(items: list[int]) -> list[int | Exception]:
-        raise ConnectionError("database away")
-
-    batcher = Batcher("t", broken).start()
-
-    async def main() -> None:
-        with pytest.raises(ConnectionError, match="database away"):
-            await batcher.submit(1)
-
-    try:
-        asyncio.run(main())
-    finally:
-        batcher.close()
+def broken(items: list[int]) -> list[int | Exception]:
+    raise ConnectionError("database away")
 
 
-def test_a_handler_answering_the_wrong_number_of_outcomes_is_an_error() -> None:
-    batcher = Batcher("t", lambda items: []).start()
+@pytest.mark.parametrize(
+    ("handle", "error", "message"),
+    [
+        (broken, ConnectionError, "database away"),  # the batch as a whole failed
+        (lambda items: [], RuntimeError, "0 outcomes for 1 items"),  # a handler's mistake
+    ],
+)
+def test_when_a_batch_fails_as_a_whole_each_of_its_items_fails_so(
+    handle: Callable[[list[int]], list[int | Exception]], error: type[Exception], message: str
+) -> None:
+    batcher = Batcher("t", handle).start()
 
     async def main() -> None:
-        with pytest.raises(RuntimeError, match="0 outcomes for 1 items"):
+        with pytest.raises(error, match=message):
             await batcher.submit(1)
 
     try:
