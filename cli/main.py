@@ -4,8 +4,8 @@ import typer
 
 from atoll.cli import (
     bench,
-    cartel,
     ca,
+    cartel,
     control,
     data,
     demo,
