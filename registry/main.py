@@ -21,7 +21,7 @@ from atoll.platform.service.server import StartupRefused, startup_problem
 from atoll.registry.api.deps import look_up_tokens
 from atoll.registry.api.main import api_router
 from atoll.registry.api.routes import health
-from atoll.registry.core.batcher import Batcher
+from atoll.registry.core.batcher import Batcher, ShardedBatcher
 from atoll.registry.core.config import RegistrySettings, registry_settings
 from atoll.registry.core.limits import BodyLimit
 from atoll.registry.core.metrics import REPORT_BATCH, RequestMetrics
@@ -48,9 +48,15 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
                 snapshot = LiveSnapshot(database, settings.neighbour_cache_s).start()
             app.state.snapshot = snapshot
             store = partial(_store_reports, database, settings.report_retention, snapshot)
-            app.state.report_writer = Batcher(
-                "report-writer", store, settings.report_batch_max, REPORT_BATCH.observe
-            ).start()
+            # SQLite takes one writer at a time: more writers would only queue on its lock.
+            writers = settings.report_writers if database.backend == "postgresql" else 1
+            app.state.report_writer = ShardedBatcher(
+                [
+                    Batcher(f"report-writer-{i}", store, settings.report_batch_max,
+                            REPORT_BATCH.observe)
+                    for i in range(writers)
+                ]
+            ).start()  # fmt: skip
             app.state.token_lookups = Batcher(
                 "token-lookups", partial(look_up_tokens, database)
             ).start()

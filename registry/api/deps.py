@@ -11,7 +11,7 @@ from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Forbidden, Unauthorized
 from atoll.platform.service.security import bearer_token, hash_token, matches_any
 from atoll.platform.service.sql import utcnow
-from atoll.registry.core.batcher import Batcher
+from atoll.registry.core.batcher import Batcher, ShardedBatcher
 from atoll.registry.core.config import RegistrySettings
 from atoll.registry.core.tokencache import TokenCache
 from atoll.registry.crud.neighbours import LiveSnapshot
@@ -75,7 +75,7 @@ async def get_snapshot(request: Request) -> LiveSnapshot | None:
 
 
 SnapshotDep = Annotated[LiveSnapshot | None, Depends(get_snapshot)]
-ReportWriter = Batcher[NewReport, Stored]
+ReportWriter = ShardedBatcher[NewReport, Stored]
 
 
 async def get_report_writer(request: Request) -> ReportWriter:

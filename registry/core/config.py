@@ -31,6 +31,14 @@ class RegistrySettings(ServiceSettings):
         "from the database this often, so answers reflect other server processes' changes at "
         "most this old; 0: read the database at each query",
     )
+    report_writers: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="group-commit writer threads per server process on PostgreSQL, each for "
+        "its share of the sites, so that their batches' waits on the database overlap "
+        "(SQLite: always one)",
+    )
     report_batch_max: int = Field(
         256,
         ge=1,

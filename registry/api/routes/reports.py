@@ -35,7 +35,7 @@ async def add_report(
     report is committed (with others that arrived meanwhile: group commit)."""
     caller.ensure_may_write(str(site_id))
     priors = checked_priors(body.class_priors, settings.max_classes)
-    report, created = await writer.submit(NewReport(str(site_id), body, priors, now))
+    report, created = await writer.submit(str(site_id), NewReport(str(site_id), body, priors, now))
     if created:
         REPORTS.inc()
     else:

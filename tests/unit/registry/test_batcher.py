@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
-from atoll.registry.core.batcher import Batcher, BatcherClosed
+from atoll.registry.core.batcher import Batcher, BatcherClosed, ShardedBatcher, shard_of
 
 
 class Recorder:
@@ -113,3 +113,27 @@ def test_closing_does_what_was_queued_then_takes_nothing() -> None:
 def test_a_batch_of_at_most_zero_is_refused() -> None:
     with pytest.raises(ValueError, match="max_batch must be at least 1"):
         Batcher("t", lambda items: [], max_batch=0)
+
+
+def test_a_keys_items_always_meet_in_one_shard_and_shards_share_the_keys() -> None:
+    recorders = [Recorder() for _ in range(3)]
+    sharded = ShardedBatcher([Batcher(f"t{i}", r) for i, r in enumerate(recorders)]).start()
+    keys = [f"site-{i}" for i in range(30)]
+
+    async def main() -> list[int]:
+        return list(await asyncio.gather(*(sharded.submit(k, 2 * i) for i, k in enumerate(keys))))
+
+    try:
+        assert asyncio.run(main()) == [20 * i for i in range(30)]
+    finally:
+        sharded.close()
+    for i, key in enumerate(keys):
+        (holder,) = [r for r in recorders if any(2 * i in b for b in r.batches)]
+        assert holder is recorders[shard_of(key, 3)]
+    assert all(r.batches for r in recorders)  # 30 keys spread over all three
+    assert shard_of("site-7", 3) == shard_of("site-7", 3)
+
+
+def test_a_sharded_batcher_needs_a_batcher() -> None:
+    with pytest.raises(ValueError, match="at least one batcher"):
+        ShardedBatcher([])
