@@ -3,20 +3,25 @@ PostgreSQL when CI provides it), and small waits."""
 
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
+import uvicorn
 from cryptography.hazmat.primitives.serialization import Encoding
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
 from atoll.edge.identity import Identity, make_key_and_csr, store_enrolment
-from atoll.localstack.deployment import LocalRedis
+from atoll.localstack.deployment import LocalRedis, free_port
 from atoll.localstack.registry import postgres_schema
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
@@ -53,11 +58,7 @@ def shared_redis_url() -> str:
     return url
 
 
-@contextmanager
-def control_api(
-    tmp_path: Path, bus: Bus, admin_token: str, **settings: Any
-) -> Iterator[TestClient]:
-    """The control plane's app on a fresh SQLite database and `bus`, in a TestClient."""
+def _control_app(tmp_path: Path, bus: Bus, admin_token: str, **settings: Any) -> FastAPI:
     url = f"sqlite:///{tmp_path / 'control.db'}"
     SCHEMA.upgrade(url)
     config = ControlSettings(
@@ -68,8 +69,43 @@ def control_api(
         tick_s=0.05,
         **settings,
     )
-    with TestClient(create_app(config)) as client:
+    return create_app(config)
+
+
+@contextmanager
+def control_api(
+    tmp_path: Path, bus: Bus, admin_token: str, **settings: Any
+) -> Iterator[TestClient]:
+    """The control plane's app on a fresh SQLite database and `bus`, in a TestClient."""
+    with TestClient(_control_app(tmp_path, bus, admin_token, **settings)) as client:
         yield client
+
+
+@dataclass
+class ServedControl:
+    client: httpx.Client  # on the server's URL
+    app: FastAPI
+
+
+@contextmanager
+def served_control_api(
+    tmp_path: Path, bus: Bus, admin_token: str, **settings: Any
+) -> Iterator[ServedControl]:
+    """The same app served by uvicorn on loopback, for what reads its live event stream:
+    Starlette's TestClient (1.3, which flwr pins) hands a streamed response over only
+    once it ends, and an event stream never does."""
+    app = _control_app(tmp_path, bus, admin_token, **settings)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for("the control plane to serve", lambda: server.started, 30)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            yield ServedControl(client, app)
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 @contextmanager

@@ -8,8 +8,9 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from integration.control.harness import DIGITS_JOB, control_api, wait_for
+from integration.control.harness import DIGITS_JOB, control_api, served_control_api, wait_for
 from pydantic import SecretStr
 
 from atoll.platform.bus.connection import Bus
@@ -134,7 +135,12 @@ def test_sites_join_by_reporting_go_offline_and_are_drained_through_their_stream
     wait_for("lab-a to be offline", lambda: not api.get("/v1/sites/lab-a").json()["online"], 10)
 
 
-def test_telemetry_streams_live_and_stays_as_history(api: TestClient, bus: Bus) -> None:
+def test_telemetry_streams_live_and_stays_as_history(tmp_path: Path, bus: Bus) -> None:
+    with served_control_api(tmp_path, bus, ADMIN) as served:
+        telemetry_streams_live_and_stays_as_history(served.client, bus)
+
+
+def telemetry_streams_live_and_stays_as_history(api: httpx.Client, bus: Bus) -> None:
     job_id = api.post("/v1/jobs", json={"spec": DIGITS_JOB}, headers=admin()).json()["id"]
     received: list[str] = []
 

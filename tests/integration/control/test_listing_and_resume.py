@@ -7,9 +7,11 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
-from integration.control.harness import DIGITS_JOB, control_api, wait_for
+from integration.control.harness import DIGITS_JOB, control_api, served_control_api, wait_for
 
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.messages import AgentStatus, Telemetry
@@ -100,7 +102,7 @@ def test_jobs_page_by_offset_with_a_total(api: TestClient) -> None:
     assert api.get("/v1/jobs", params={"state": "running"}).json()["total"] == 0
 
 
-def read_events(api: TestClient, count: int, **kwargs: object) -> list:
+def read_events(api: httpx.Client, count: int, **kwargs: object) -> list:
     headers = kwargs.pop("headers", {})
     with api.stream("GET", "/v1/events", headers=headers, **kwargs) as stream:  # type: ignore[arg-type]
         found = []
@@ -112,10 +114,15 @@ def read_events(api: TestClient, count: int, **kwargs: object) -> list:
 
 
 def test_events_carry_ids_resume_after_last_event_id_and_heartbeat(
-    api: TestClient, bus: Bus
+    tmp_path: Path, bus: Bus
 ) -> None:
+    token = ADMIN["Authorization"].removeprefix("Bearer ")
+    with served_control_api(tmp_path, bus, token, events_heartbeat_s=0.3) as served:
+        events_carry_ids_resume_and_heartbeat(served.client, served.app.state.hub, bus)
+
+
+def events_carry_ids_resume_and_heartbeat(api: httpx.Client, hub: Any, bus: Bus) -> None:
     job_id = api.post("/v1/jobs", json={"spec": DIGITS_JOB}, headers=ADMIN).json()["id"]
-    hub = api.app.state.hub  # type: ignore[attr-defined]
 
     def sample(clock: int) -> Telemetry:
         return Telemetry(
