@@ -7,11 +7,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration.control.harness import SITES, control_database, job_end, shared_redis_url
+from integration.control.harness import (
+    SITES,
+    control_database,
+    job_end,
+    shared_redis_url,
+    wait_for,
+)
 
 from atoll.localstack.deployment import AgentSpec, LocalDeployment
 from atoll.platform.control.client import ControlClient, ControlError
-from atoll.platform.data.schema import SCHEMAS
+from atoll.platform.data.schema import SCHEMAS, DataReport
 from atoll.platform.data.split import split_to_folders
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
@@ -58,7 +64,12 @@ def test_a_job_on_each_sites_own_folder_matches_the_emulated_split(
 ) -> None:
     with ControlClient(stack.control_url, stack.admin_token, retries=10) as client:
         # Each site reported its own data; the control plane only keeps the report.
-        reports = {s.name: s.data for s in client.sites().sites}
+        # (The agents enrol, then report: wait until each has.)
+        def reported() -> dict[str, DataReport | None]:
+            found = {s.name: s.data for s in client.sites().sites}
+            return found if len(found) == len(SITES) and all(found.values()) else {}
+
+        reports = wait_for("every site's data report", reported, 120)
         assert all(r is not None and r.data_schema == SCHEMAS["fashion-mnist"]
                    for r in reports.values()), reports  # fmt: skip
         assert sum(r.samples for r in reports.values() if r) == 60_000
