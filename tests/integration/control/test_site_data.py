@@ -79,8 +79,8 @@ def test_a_job_on_each_sites_own_folder_matches_the_emulated_split(
             client.submit({**JOB, "data": "site", "data_schema": SCHEMAS["digits"].model_dump()})
         assert "frankfurt, singapore, virginia hold data of another schema" in str(refused.value)
 
-        own = job_end(client, client.submit({**JOB, "data": "site"}, tls=False).id, JOB_S)
-        emulated = job_end(client, client.submit(JOB, tls=False).id, JOB_S)
+        own = job_end(client, client.submit({**JOB, "data": "site"}).id, JOB_S)
+        emulated = job_end(client, client.submit(JOB).id, JOB_S)
 
     for job in (own, emulated):
         assert job.state == "completed", job.message
