@@ -31,6 +31,7 @@ from atoll.platform.net.backoff import Backoff
 
 log = logging.getLogger("atoll.bus")
 M = TypeVar("M", bound=Message)
+SiteMessage = TypeVar("SiteMessage", AgentStatus, Telemetry)  # a message that names its site
 Entry = tuple[str, M | None]  # stream entry id, and its message (None if unreadable)
 # What XREAD and XREADGROUP answer, decoded (the client is made with decode_responses):
 # per stream, its entries as (id, fields); fields are None for an entry deleted since.
@@ -139,14 +140,7 @@ class Bus:
             site = self.keys.site_of_status_stream(stream)
             for entry, fields in entries:
                 status = None if fields is None else _parse(AgentStatus, fields)
-                if status is not None and status.site != site:
-                    log.warning(
-                        "dropping a status report on site %s's stream that claims to be %s's",
-                        site,
-                        status.site,
-                    )
-                    status = None
-                reports.append((site, entry, status))
+                reports.append((site, entry, _own(site, status)))
         return reports
 
     def ack_status(self, site: str, entry_ids: list[str]) -> None:
@@ -188,14 +182,7 @@ class Bus:
             site = self.keys.site_of_telemetry_stream(stream)
             for entry, fields in entries:
                 sample = None if fields is None else _parse(Telemetry, fields)
-                if sample is not None and sample.site != site:
-                    log.warning(
-                        "dropping telemetry on site %s's stream that claims to be %s's",
-                        site,
-                        sample.site,
-                    )
-                    sample = None
-                read.append((site, entry, sample))
+                read.append((site, entry, _own(site, sample)))
         return read
 
     def last_telemetry_id(self, site: str) -> str:
@@ -349,3 +336,18 @@ def keep_trying(
             down = False
             log.warning("%s: Redis is back", what)
             backoff.reset()
+
+
+def _own(site: str, message: SiteMessage | None) -> SiteMessage | None:
+    """`message` if it names the site whose stream it is on; else None, logged: only that
+    site's Redis user may write the stream, so what a message says of its sender is not
+    what attributes it."""
+    if message is not None and message.site != site:
+        log.warning(
+            "dropping a %s on site %s's stream that claims to be %s's",
+            type(message).__name__,
+            site,
+            message.site,
+        )
+        return None
+    return message
