@@ -9,6 +9,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from atoll.platform.net import (
@@ -28,6 +29,14 @@ FAST = LinkOptions(
     handshake_timeout_s=2.0,
     probe_timeout_s=0.3,
 )
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0, what: str = "") -> None:
+    """Poll until `condition()` holds: links dial and refuse on their own threads."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not reached in {timeout} s: {what or condition}"
+        time.sleep(0.02)
 
 
 def free_port() -> int:

@@ -2,10 +2,9 @@
 and nothing a peer sends can crash an endpoint."""
 
 import logging
-import time
 
 import pytest
-from integration.net.harness import SECRET, Net
+from integration.net.harness import SECRET, Net, wait_until
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -37,13 +36,6 @@ def close_code(ws: ClientConnection) -> int | None:
         while True:
             ws.recv(timeout=5)
     return closed.value.rcvd.code if closed.value.rcvd else None
-
-
-def wait_until(condition, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 def test_strangers_with_the_wrong_secret_are_refused_both_ways(
