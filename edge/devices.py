@@ -8,16 +8,22 @@ Devices (Flower SuperNodes) connect to it whether or not a job runs; a device-ti
 """
 
 import logging
+from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from atoll.platform.bus.messages import DeviceRound, DeviceTierReport
 from atoll.platform.core.errors import AtollError
+from atoll.platform.core.events import DeviceRoundDone, RunEvent, TrainingFailed, TrainingFinished
+from atoll.platform.core.runlog import EventTail
 from atoll.platform.devices.flower import FlowerError, FlowerTls, SuperLinkOptions
 from atoll.platform.devices.launch import FlowerSite
 from atoll.platform.devices.spec import DeviceSiteSpec
 
 log = logging.getLogger("atoll.edge")
+KEEP_ROUNDS = 20  # rounds in each status report: the newest, enough for a chart
 
 
 class DevicesConfig(BaseModel):
@@ -49,6 +55,9 @@ class DeviceTier:
     def __init__(self, config: DevicesConfig, state_dir: Path) -> None:
         self.config = config
         self.site = tier_site(config, state_dir)
+        self._run: tuple[float, Path] | None = None  # the run's spec file's mtime, its log
+        self._tail: EventTail | None = None
+        self.rounds = TierRounds()
 
     @property
     def restarts(self) -> int:
@@ -67,6 +76,68 @@ class DeviceTier:
 
     def stop(self) -> None:
         self.site.stop()
+
+    def report(self) -> DeviceTierReport:
+        """What the agent's status says of the tier: the SuperLink, and the rounds of the
+        run last submitted to it (its ServerApp's log, read where its spec says)."""
+        self._follow_run()
+        if self._tail is not None:
+            self.rounds.take(self._tail.read())
+        return DeviceTierReport(
+            superlink=self.site.superlink.address,
+            up=self.site.superlink_alive() and self.site.superexec_alive(),
+            restarts=self.site.restarts,
+            run_dir=str(self._tail.path.parent) if self._tail is not None else None,
+            finished=self.rounds.finished,
+            rounds=list(self.rounds.rounds),
+        )
+
+    def _follow_run(self) -> None:
+        spec_file = self.site.work / "site.json"  # FlowerSite.start_run writes it
+        try:
+            mtime = spec_file.stat().st_mtime
+            if self._run is not None and self._run[0] == mtime:
+                return
+            out_dir = DeviceSiteSpec.load(spec_file).out_dir
+        except (OSError, ValueError) as e:
+            if spec_file.exists():
+                log.warning("device tier: cannot read %s: %s", spec_file, e)
+            return
+        self._run = (mtime, out_dir / "log.jsonl")
+        self._tail, self.rounds = EventTail(self._run[1]), TierRounds()
+
+
+class TierRounds:
+    """The newest rounds of one run's log, as the status carries them (sans-IO)."""
+
+    def __init__(self, keep: int = KEEP_ROUNDS) -> None:
+        self.rounds: deque[DeviceRound] = deque(maxlen=keep)
+        self.finished = False
+
+    def take(self, events: Iterable[RunEvent]) -> None:
+        for event in events:
+            if isinstance(event, DeviceRoundDone):
+                if self.rounds and event.round <= self.rounds[-1].round:
+                    self.rounds.clear()  # another run began in the same log
+                    self.finished = False
+                self.rounds.append(device_round(event))
+            elif isinstance(event, TrainingFinished | TrainingFailed):
+                self.finished = True
+
+
+def device_round(event: DeviceRoundDone) -> DeviceRound:
+    return DeviceRound(
+        round=event.round,
+        time=event.time,
+        devices=event.devices,
+        replied=event.replied,
+        refused=event.refused,
+        dropped=len(event.silent),
+        late=event.late,
+        examples=event.examples,
+        seconds=event.round_s,
+        accuracy=event.device_accuracy,
+    )
 
 
 def tier_site(config: DevicesConfig, state_dir: Path) -> FlowerSite:
