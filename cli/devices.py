@@ -97,13 +97,15 @@ def run(
         options = SuperLinkOptions(port, host, tls, node_auth, work / "flower.db")
         site = FlowerSite(spec, app_dir.resolve(), options, work)
     try:
+        address = site.superlink.address
         if agent_state is None:
             site.start_superlink()
-        address = site.superlink.address
-        print(
-            f"SuperLink on {address}; devices join with: flower-supernode "
-            f"--superlink {address} {'--root-certificates ca.pem' if tls else '--insecure'}"
-        )
+            print(
+                f"SuperLink on {address}; devices join with: flower-supernode "
+                f"--superlink {address} {'--root-certificates ca.pem' if tls else '--insecure'}"
+            )
+        else:
+            print(f"on the edge agent's SuperLink ({address} from here)")
         site.start_run(overrides)
         seen = 0
         deadline = time.monotonic() + timeout

@@ -166,31 +166,23 @@ EOF
     echo "$folder"
 }
 
-build_atoll() {  # TAG
+# An image of DOCKERFILE on the Python image, every Python package from the wheels.
+build_on_python() {  # TAG DOCKERFILE CONTEXT
     local tag="$1" wheels
     build_base >/dev/null
     wheels="$(build_wheels)"
-    log "$tag: building the repository's Dockerfile on $PYTHON_IMAGE"
+    log "$tag: building $2 on $PYTHON_IMAGE"
     podman build --format docker \
         --build-arg "PYTHON_IMAGE=$PYTHON_IMAGE" \
         --build-arg "TORCH_VERSION=$TORCH_VERSION" \
         --build-arg WHEELS=/wheels --volume "$wheels:/wheels:ro" \
-        --file "$REPO/Dockerfile" --tag "$tag" "$REPO" >&2
+        --file "$2" --tag "$tag" "$3" >&2
     echo "$tag"
 }
 
-build_device() {  # TAG
-    local tag="$1" wheels
-    build_base >/dev/null
-    wheels="$(build_wheels)"
-    log "$tag: building device.Dockerfile on $PYTHON_IMAGE"
-    podman build --format docker \
-        --build-arg "PYTHON_IMAGE=$PYTHON_IMAGE" \
-        --build-arg "TORCH_VERSION=$TORCH_VERSION" \
-        --build-arg WHEELS=/wheels --volume "$wheels:/wheels:ro" \
-        --file "$HERE/device.Dockerfile" --tag "$tag" "$HERE" >&2
-    echo "$tag"
-}
+build_atoll() { build_on_python "$1" "$REPO/Dockerfile" "$REPO"; }  # TAG
+
+build_device() { build_on_python "$1" "$HERE/device.Dockerfile" "$HERE"; }  # TAG
 
 clean() {
     local tag

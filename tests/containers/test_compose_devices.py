@@ -16,6 +16,7 @@ from containers.compose_stack import ComposeProject, build_image, compose_binary
 from integration.control.harness import wait_for
 from support import REPO_ROOT, require
 
+from atoll.platform.bus.messages import DeviceTierReport
 from atoll.platform.control.client import ControlClient
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(2400)]
@@ -45,39 +46,42 @@ def test_one_site_trains_two_device_containers_and_the_control_plane_shows_it(
         started = time.monotonic()
         stack.compose("up", *wait, "control", timeout_s=700)
         stack.compose("cp", "control:/etc/atoll/tls/ca.pem", str(stack.ca_file))
-        with ControlClient(
-            stack.url("control", 8800), stack.admin_token, retries=10, ca_file=str(stack.ca_file)
-        ) as control:
+        with control_client(stack) as control:
             token = control.enrol_token("virginia").token
-            with stack.env_file.open("a") as env:
-                env.write(f"VIRGINIA_ENROL_TOKEN={token}\n")
-            devices = ("edge-virginia", "device-1", "device-2")
-            stack.compose("--profile", "devices", "up", *wait, *devices, timeout_s=700)
-            print(f"site and devices up in {time.monotonic() - started:.0f} s")
+        with stack.env_file.open("a") as env:
+            env.write(f"VIRGINIA_ENROL_TOKEN={token}\n")
+        devices = ("edge-virginia", "device-1", "device-2")
+        stack.compose("--profile", "devices", "up", *wait, *devices, timeout_s=700)
+        print(f"site and devices up in {time.monotonic() - started:.0f} s")
 
-            started = time.monotonic()
-            printed = stack.compose(
-                "exec", "-T", "edge-virginia",
-                "atoll", "devices", "run", APP,
-                "--agent-state", "/var/lib/atoll/edge",
-                "--out", "/var/lib/atoll/edge/devices/runs/first",
-                "--rounds", str(ROUNDS), "--min-replies", "2", "--round-timeout", "300",
-                "--run-config", "max-train-samples=200", "--run-config", "max-test-samples=100",
-                "--timeout", "900",
-                timeout_s=1000,
-            )  # fmt: skip
-            print(f"device run in {time.monotonic() - started:.0f} s:\n{printed}")
-            assert f"round {ROUNDS}: 2/2 devices, 0 refused" in printed
+        started = time.monotonic()
+        printed = stack.compose(
+            "exec", "-T", "edge-virginia",
+            "atoll", "devices", "run", APP,
+            "--agent-state", "/var/lib/atoll/edge",
+            "--out", "/var/lib/atoll/edge/devices/runs/first",
+            "--rounds", str(ROUNDS), "--min-replies", "2", "--round-timeout", "300",
+            "--run-config", "max-train-samples=200", "--run-config", "max-test-samples=100",
+            "--timeout", "900",
+            timeout_s=1000,
+        )  # fmt: skip
+        print(f"device run in {time.monotonic() - started:.0f} s:\n{printed}")
+        assert f"round {ROUNDS}: 2/2 devices, 0 refused" in printed
 
-            def shown() -> list:
+        # The agent's status carries the rounds; the control plane keeps and serves them.
+        # (Its published port is the one after the second `up`, which may recreate it.)
+        with control_client(stack) as control:
+
+            def shown() -> DeviceTierReport | None:
                 tier = control.site("virginia").devices
-                return tier.rounds if tier and len(tier.rounds) == ROUNDS else []
+                return tier if tier and tier.finished and len(tier.rounds) == ROUNDS else None
 
-            rounds = wait_for("virginia's device rounds on the control plane", shown, 60)
-            assert tier_ok(control)
-            assert [r.round for r in rounds] == list(range(1, ROUNDS + 1))
-            assert all((r.devices, r.replied, r.refused, r.dropped) == (2, 2, 0, 0) for r in rounds)
-            assert all(r.examples == 400 and r.accuracy is not None for r in rounds)
+            tier = wait_for("virginia's device rounds on the control plane", shown, 60)
+        assert tier.up and tier.restarts == 0
+        assert [r.round for r in tier.rounds] == list(range(1, ROUNDS + 1))
+        for r in tier.rounds:
+            assert (r.devices, r.replied, r.refused, r.dropped, r.examples) == (2, 2, 0, 0, 400)
+            assert r.accuracy is not None
     finally:
         try:
             stack.down()
@@ -85,6 +89,6 @@ def test_one_site_trains_two_device_containers_and_the_control_plane_shows_it(
             stack.stop_podman()
 
 
-def tier_ok(control: ControlClient) -> bool:
-    tier = control.site("virginia").devices
-    return tier is not None and tier.up and tier.restarts == 0 and tier.finished
+def control_client(stack: ComposeProject) -> ControlClient:
+    url = stack.url("control", 8800)
+    return ControlClient(url, stack.admin_token, retries=10, ca_file=str(stack.ca_file))
