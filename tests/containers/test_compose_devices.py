@@ -84,7 +84,9 @@ def test_one_site_trains_two_device_containers_and_the_control_plane_shows_it(
             assert r.accuracy is not None
     finally:
         try:
-            stack.down()
+            # With the profile: a plain `down` leaves the profile's containers running.
+            stack.compose("--profile", "devices", "down", "--volumes")
+            assert not any(stack.leftovers().values()), stack.leftovers()
         finally:
             stack.stop_podman()
 
