@@ -55,8 +55,8 @@ class DeviceTier:
     def __init__(self, config: DevicesConfig, state_dir: Path) -> None:
         self.config = config
         self.site = tier_site(config, state_dir)
-        self._run: tuple[float, Path] | None = None  # the run's spec file's mtime, its log
-        self._tail: EventTail | None = None
+        self._spec_mtime: int | None = None  # of the spec of the run last submitted
+        self._tail: EventTail | None = None  # that run's log
         self.rounds = TierRounds()
 
     @property
@@ -95,16 +95,18 @@ class DeviceTier:
     def _follow_run(self) -> None:
         spec_file = self.site.work / "site.json"  # FlowerSite.start_run writes it
         try:
-            mtime = spec_file.stat().st_mtime
-            if self._run is not None and self._run[0] == mtime:
-                return
+            mtime = spec_file.stat().st_mtime_ns
+        except OSError:
+            return  # no run submitted yet
+        if mtime == self._spec_mtime:
+            return
+        self._spec_mtime = mtime  # a spec that cannot be read is reported once
+        try:
             out_dir = DeviceSiteSpec.load(spec_file).out_dir
         except (OSError, ValueError) as e:
-            if spec_file.exists():
-                log.warning("device tier: cannot read %s: %s", spec_file, e)
+            log.warning("device tier: cannot read %s: %s", spec_file, e)
             return
-        self._run = (mtime, out_dir / "log.jsonl")
-        self._tail, self.rounds = EventTail(self._run[1]), TierRounds()
+        self._tail, self.rounds = EventTail(out_dir / "log.jsonl"), TierRounds()
 
 
 class TierRounds:

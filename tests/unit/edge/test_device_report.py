@@ -1,8 +1,11 @@
 """What the agent's status says of its device tier: the rounds of the run last submitted
 to its SuperLink, read from that run's log where its spec says (no Flower process here)."""
 
+import logging
 import time
 from pathlib import Path
+
+import pytest
 
 from atoll.edge.devices import KEEP_ROUNDS, DevicesConfig, DeviceTier
 from atoll.platform.core.events import DeviceRoundDone, TrainingFinished
@@ -46,7 +49,7 @@ def test_the_report_follows_the_run_last_submitted_round_by_round(tmp_path: Path
     assert tier.report().finished
 
     # A new run: its own rounds only, however many the old one had.
-    time.sleep(0.01)  # a new mtime for the spec file
+    time.sleep(0.01)  # a new mtime for the spec file (nanoseconds)
     submit(tier, tmp_path / "run-2")
     with RunLog(tmp_path / "run-2" / "log.jsonl") as log:
         for r in range(1, KEEP_ROUNDS + 6):
@@ -64,3 +67,15 @@ def test_a_second_run_in_the_same_log_starts_the_rounds_over(tmp_path: Path) -> 
         for event in (round_done(1), round_done(2), round_done(1)):
             log.write(event)
     assert [r.round for r in tier.report().rounds] == [1]
+
+
+def test_a_spec_it_cannot_read_is_logged_once_and_reports_no_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tier = DeviceTier(DevicesConfig(app=EXAMPLE, port=9092), tmp_path)
+    tier.site.work.mkdir(parents=True)
+    (tier.site.work / "site.json").write_text("{not json")
+    with caplog.at_level(logging.WARNING, logger="atoll.edge"):
+        reports = [tier.report() for _ in range(3)]  # the agent reports at every turn
+    assert all(r.run_dir is None and not r.rounds for r in reports)
+    assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 1
