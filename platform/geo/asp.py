@@ -23,14 +23,7 @@ from typing import Any, Literal
 import torch
 
 from atoll.platform.geo.link_budget import LinkBudget
-from atoll.platform.geo.messages import (
-    BROADCAST,
-    GeoMessage,
-    Kind,
-    Lane,
-    Outbound,
-    quantize,
-)
+from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, quantize
 from atoll.platform.geo.mirror_clock import Decision, MirrorClock, Wait
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import RoundSync

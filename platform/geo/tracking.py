@@ -23,14 +23,7 @@ import torch
 
 from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.link_budget import LinkBudget
-from atoll.platform.geo.messages import (
-    BROADCAST,
-    GeoMessage,
-    Kind,
-    Lane,
-    Outbound,
-    quantize,
-)
+from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, quantize
 
 
 class TrackingSync(ApproximateSync):
