@@ -17,7 +17,6 @@ import logging
 import queue
 import threading
 import time
-from importlib.metadata import PackageNotFoundError, version
 from uuid import uuid4
 
 from atoll.edge.bus_link import BusLink
@@ -55,6 +54,7 @@ from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.bus.messages import AgentStatus, Beat
 from atoll.platform.core.signals import stop_signals
+from atoll.platform.core.version import atoll_version
 from atoll.platform.data.readers import read_site_data
 from atoll.platform.site.supervise import SiteProcess, kill_stale
 
@@ -252,7 +252,7 @@ class EdgeAgent:
             geo_host=self.settings.geo.host,
             geo_port=self.settings.geo.port,
             geo_ports=self.settings.geo.ports,
-            version=_version(),
+            version=atoll_version(),
             data=self.data,
             jobs=self.core.job_reports(),
             applied=self.core.ledger.recent(),
@@ -265,10 +265,3 @@ class EdgeAgent:
         stamped = status.model_copy(update={"seq": self._seq, "time": time.time()})
         beat = Beat(time=time.time(), state=self.core.state, incarnation=self.incarnation)
         self.link.set_status(stamped, beat)
-
-
-def _version() -> str:
-    try:
-        return version("atoll")
-    except PackageNotFoundError:
-        return "0+unknown"
