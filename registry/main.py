@@ -14,9 +14,8 @@ import numpy as np
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from atoll.platform.core.version import atoll_version
+from atoll.platform.service.app import service_app
 from atoll.platform.service.database import Database
-from atoll.platform.service.errors import install_error_handlers
 from atoll.platform.service.server import checked_database
 from atoll.registry.api.deps import look_up_tokens
 from atoll.registry.api.main import api_router
@@ -64,22 +63,19 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
                 if snapshot is not None:
                     snapshot.close()
 
-    app = FastAPI(
+    app = service_app(
+        settings,
+        [api_router, health.router],
+        lifespan,
         title="Atoll registry",
-        version=atoll_version(),
         summary="Site directory and Cartel metadata: sites, reports, neighbours, model lineage.",
         description=(
             "Every /v1 request needs `Authorization: Bearer <token>`: an admin token "
             "(`ATOLL_ADMIN_TOKEN`) or a site's token. Sites change only their own records. "
             "Errors are JSON (`ErrorBody`) naming each field and its problem."
         ),
-        lifespan=lifespan,
     )
-    app.state.settings = settings
     app.state.token_cache = TokenCache(settings.auth_cache_s)
-    app.include_router(api_router)
-    app.include_router(health.router)
-    install_error_handlers(app)
     # The last added runs outermost: metrics time everything, refused big bodies too.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetrics)

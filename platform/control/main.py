@@ -16,8 +16,7 @@ from atoll.platform.control.api.routes import health
 from atoll.platform.control.core.config import ControlSettings, control_settings
 from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.service import ControlService
-from atoll.platform.core.version import atoll_version
-from atoll.platform.service.errors import install_error_handlers
+from atoll.platform.service.app import service_app
 from atoll.platform.service.live import Hub
 from atoll.platform.service.server import checked_database
 
@@ -36,9 +35,11 @@ def create_app(settings: ControlSettings | None = None) -> FastAPI:
             finally:
                 service.stop()
 
-    app = FastAPI(
+    app = service_app(
+        settings,
+        [api_router, health.router],
+        lifespan,
         title="Atoll control plane",
-        version=atoll_version(),
         summary="Jobs, sites and live telemetry of an Atoll deployment.",
         description=(
             "Submit a job (a `GeoJob`: the same spec `atoll train --sites` and `atoll sim` "
@@ -47,11 +48,6 @@ def create_app(settings: ControlSettings | None = None) -> FastAPI:
             "`GET /v1/events` streams telemetry live (server-sent events); "
             "`GET /v1/jobs/{job_id}/telemetry` has the history. Errors are JSON (`ErrorBody`)."
         ),
-        lifespan=lifespan,
     )
-    app.state.settings = settings
     app.state.hub = Hub()
-    app.include_router(api_router)
-    app.include_router(health.router)
-    install_error_handlers(app)
     return app
