@@ -109,19 +109,10 @@ def train(
     ] = None,
     device: Annotated[
         DeviceChoice | None,
-        typer.Option(
-            help="cpu, cuda (rank i on cuda:i), auto: cuda when present.",
-            show_default="auto",
-            rich_help_panel=SITE_PANEL,
-        ),
+        _site_only("cpu, cuda (rank i on cuda:i), auto: cuda when present.", "auto"),
     ] = None,
     bf16: Annotated[
-        bool | None,
-        typer.Option(
-            help="Forward and loss under bfloat16 autocast.",
-            show_default="no",
-            rich_help_panel=SITE_PANEL,
-        ),
+        bool | None, _site_only("Forward and loss under bfloat16 autocast.", "no")
     ] = None,
     checkpoint_every: Annotated[
         int | None, _site_only("Clocks between checkpoints.", "100", min=1)

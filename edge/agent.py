@@ -17,9 +17,9 @@ import logging
 import queue
 import threading
 import time
-from importlib.metadata import PackageNotFoundError, version
 from uuid import uuid4
 
+from atoll.edge import steps
 from atoll.edge.bus_link import BusLink
 from atoll.edge.config import EdgeSettings
 from atoll.edge.core import AgentCore, Limits
@@ -27,34 +27,11 @@ from atoll.edge.devices import DeviceTier
 from atoll.edge.identity import Identity, enrol
 from atoll.edge.registry_link import RegistryLink
 from atoll.edge.state import StateDir
-from atoll.edge.steps import (
-    Abort,
-    Ack,
-    CommandArrived,
-    Effect,
-    Input,
-    Kill,
-    Launch,
-    Launched,
-    Moment,
-    Note,
-    Recover,
-    RegistryJoined,
-    ReportToRegistry,
-    SaveLedger,
-    SaveState,
-    SendTelemetry,
-    SignalReceived,
-    SiteEnded,
-    SiteLogged,
-    Stop,
-    Tick,
-    WriteJobFiles,
-)
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.bus.messages import AgentStatus, Beat
 from atoll.platform.core.signals import stop_signals
+from atoll.platform.core.version import atoll_version
 from atoll.platform.data.readers import read_site_data
 from atoll.platform.site.supervise import SiteProcess, kill_stale
 
@@ -65,8 +42,8 @@ EXIT_ON_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 _LEVELS = {"info": logging.INFO, "warning": logging.WARNING}
 
 
-def _now() -> Moment:
-    return Moment(mono=time.monotonic(), wall=time.time())
+def _now() -> steps.Moment:
+    return steps.Moment(mono=time.monotonic(), wall=time.time())
 
 
 class EdgeAgent:
@@ -130,7 +107,7 @@ class EdgeAgent:
                 while not self.core.done:
                     self._take_signals()
                     self._take_commands(_TICK_S)
-                    self._feed(Tick(_now()))
+                    self._feed(steps.Tick(_now()))
                     self._supervise()
                     if self.devices is not None:
                         self.devices.supervise()
@@ -138,7 +115,7 @@ class EdgeAgent:
             finally:
                 if self.devices is not None:
                     self.devices.stop()
-                self._feed(Abort(_now()))  # nothing is started again from here on
+                self._feed(steps.Abort(_now()))  # nothing is started again from here on
                 self._supervise()
                 self._share_status()
                 deadline = time.monotonic() + _FLUSH_S
@@ -160,11 +137,11 @@ class EdgeAgent:
         for job_id, job in self.core.file.jobs.items():
             kill_stale(job.pid, self.dirs.run_dir(job_id))
         logs = {job_id: self._site(job_id).log.read() for job_id in self.core.file.jobs}
-        self._feed(Recover(logs, _now()))
+        self._feed(steps.Recover(logs, _now()))
 
     def _take_signals(self) -> None:
         while not self._signals.empty():
-            self._feed(SignalReceived(self._signals.get(), _now()))
+            self._feed(steps.SignalReceived(self._signals.get(), _now()))
 
     def _take_commands(self, wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
@@ -173,51 +150,51 @@ class EdgeAgent:
                 entry_id, command = self.link.commands.get(timeout=left)
             except queue.Empty:
                 return
-            self._feed(CommandArrived(entry_id, command, _now()))
+            self._feed(steps.CommandArrived(entry_id, command, _now()))
 
     def _supervise(self) -> None:
         for job_id in list(self.core.running):
             site = self.sites[job_id]
             events, code = site.poll()
             for event in events:
-                self._feed(SiteLogged(job_id, event, _now()))
+                self._feed(steps.SiteLogged(job_id, event, _now()))
             if code is not None:
-                self._feed(SiteEnded(job_id, code, site.last_error()))
+                self._feed(steps.SiteEnded(job_id, code, site.last_error()))
 
     # -- carrying out effects --------------------------------------------------------
 
-    def _feed(self, happened: Input) -> None:
+    def _feed(self, happened: steps.Input) -> None:
         for effect in self.core.handle(happened):
             self._carry_out(effect)
 
-    def _carry_out(self, effect: Effect) -> None:
+    def _carry_out(self, effect: steps.Effect) -> None:
         match effect:
-            case WriteJobFiles(job_id, start):
+            case steps.WriteJobFiles(job_id, start):
                 s = self.settings
                 self.dirs.write_job(
                     job_id, start.site_job, self.identity.folder, self.identity.crl_file,
                     s.data_dir, s.threads, s.data if start.own_data else None,
                     {"device": s.device, "bf16": s.bf16},
                 )  # fmt: skip
-            case Launch(job_id, resume):
+            case steps.Launch(job_id, resume):
                 pid = self._site(job_id).start(resume)
-                self._feed(Launched(job_id, pid))
-            case Stop(job_id):
+                self._feed(steps.Launched(job_id, pid))
+            case steps.Stop(job_id):
                 self.sites[job_id].stop()
-            case Kill(job_id):
+            case steps.Kill(job_id):
                 self.sites[job_id].kill()
-            case SendTelemetry(sample):
+            case steps.SendTelemetry(sample):
                 self.link.send_telemetry(sample)
-            case ReportToRegistry(priors, accuracy, samples, signature, model_version):
+            case steps.ReportToRegistry(priors, accuracy, samples, signature, model_version):
                 if self.registry is not None:
                     self.registry.report(priors, accuracy, samples, signature, model_version)
-            case Ack(entry_id):
+            case steps.Ack(entry_id):
                 self.link.ack(entry_id)
-            case SaveState():
+            case steps.SaveState():
                 self.dirs.save(self.core.file)
-            case SaveLedger():
+            case steps.SaveLedger():
                 self.dirs.save_ledger(self.core.ledger)
-            case Note(level, message):
+            case steps.Note(level, message):
                 log.log(_LEVELS[level], "%s: %s", self.site, message)
 
     def _new_crl(self, pem: str) -> None:
@@ -240,7 +217,7 @@ class EdgeAgent:
     def _share_status(self) -> None:
         joined = self.registry.site_id if self.registry is not None else None
         if joined is not None and joined != self.core.file.registry_id:
-            self._feed(RegistryJoined(joined))
+            self._feed(steps.RegistryJoined(joined))
         status = AgentStatus(
             site=self.site,
             incarnation=self.incarnation,
@@ -252,7 +229,7 @@ class EdgeAgent:
             geo_host=self.settings.geo.host,
             geo_port=self.settings.geo.port,
             geo_ports=self.settings.geo.ports,
-            version=_version(),
+            version=atoll_version(),
             data=self.data,
             devices=self.devices.report() if self.devices is not None else None,
             jobs=self.core.job_reports(),
@@ -266,10 +243,3 @@ class EdgeAgent:
         stamped = status.model_copy(update={"seq": self._seq, "time": time.time()})
         beat = Beat(time=time.time(), state=self.core.state, incarnation=self.incarnation)
         self.link.set_status(stamped, beat)
-
-
-def _version() -> str:
-    try:
-        return version("atoll")
-    except PackageNotFoundError:
-        return "0+unknown"

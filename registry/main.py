@@ -8,16 +8,15 @@ whose schema is not the one this code expects, and a missing admin token.
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import numpy as np
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from atoll.platform.service.app import service_app
 from atoll.platform.service.database import Database
-from atoll.platform.service.errors import install_error_handlers
-from atoll.platform.service.server import StartupRefused, startup_problem
+from atoll.platform.service.server import checked_database
 from atoll.registry.api.deps import look_up_tokens
 from atoll.registry.api.main import api_router
 from atoll.registry.api.routes import health
@@ -37,11 +36,7 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        database = Database(settings.resolved_database_url, settings.db_pool_size)
-        try:
-            problem = startup_problem(settings, database, SCHEMA)
-            if problem:
-                raise StartupRefused(problem)
+        with checked_database(settings, SCHEMA) as database:
             app.state.database = database
             snapshot = None
             if settings.neighbour_cache_s > 0:
@@ -67,25 +62,20 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
                 app.state.report_writer.close()
                 if snapshot is not None:
                     snapshot.close()
-        finally:
-            database.dispose()
 
-    app = FastAPI(
+    app = service_app(
+        settings,
+        [api_router, health.router],
+        lifespan,
         title="Atoll registry",
-        version=_version(),
         summary="Site directory and Cartel metadata: sites, reports, neighbours, model lineage.",
         description=(
             "Every /v1 request needs `Authorization: Bearer <token>`: an admin token "
             "(`ATOLL_ADMIN_TOKEN`) or a site's token. Sites change only their own records. "
             "Errors are JSON (`ErrorBody`) naming each field and its problem."
         ),
-        lifespan=lifespan,
     )
-    app.state.settings = settings
     app.state.token_cache = TokenCache(settings.auth_cache_s)
-    app.include_router(api_router)
-    app.include_router(health.router)
-    install_error_handlers(app)
     # The last added runs outermost: metrics time everything, refused big bodies too.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetrics)
@@ -156,10 +146,3 @@ def _no_null_query_parameters(schema: dict[str, Any]) -> None:
                             **{k: v for k, v in parameter["schema"].items() if k != "anyOf"},
                             **rest[0],
                         }
-
-
-def _version() -> str:
-    try:
-        return version("atoll")
-    except PackageNotFoundError:
-        return "0+unknown"

@@ -8,7 +8,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
@@ -16,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from atoll.platform.core.version import atoll_version
 from atoll.platform.service.live import Hub
 from atoll.web.api.deps import App, LoginRequired, Refused, login_url, render
 from atoll.web.api.routes import auth, events, jobs, overview, registry, sites, world
@@ -74,7 +74,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="Atoll dashboard",
-        version=_version(),
+        version=atoll_version(),
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
@@ -166,10 +166,3 @@ def set_session_cookie(response: Response, request: Request, web: App, value: st
         samesite="strict",
         secure=secure,
     )
-
-
-def _version() -> str:
-    try:
-        return version("atoll")
-    except PackageNotFoundError:
-        return "0+unknown"

@@ -8,7 +8,6 @@ database whose schema is not current and a missing admin token; Redis may come l
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
 
@@ -17,10 +16,9 @@ from atoll.platform.control.api.routes import health
 from atoll.platform.control.core.config import ControlSettings, control_settings
 from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.service import ControlService
-from atoll.platform.service.database import Database
-from atoll.platform.service.errors import install_error_handlers
+from atoll.platform.service.app import service_app
 from atoll.platform.service.live import Hub
-from atoll.platform.service.server import StartupRefused, startup_problem
+from atoll.platform.service.server import checked_database
 
 
 def create_app(settings: ControlSettings | None = None) -> FastAPI:
@@ -28,24 +26,20 @@ def create_app(settings: ControlSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        database = Database(settings.resolved_database_url, settings.db_pool_size)
-        service = None
-        try:
-            problem = startup_problem(settings, database, SCHEMA)
-            if problem:
-                raise StartupRefused(problem)
+        with checked_database(settings, SCHEMA) as database:
             service = ControlService(settings, database, app.state.hub)
             app.state.database, app.state.service = database, service
-            service.start()
-            yield
-        finally:
-            if service is not None:
+            try:
+                service.start()
+                yield
+            finally:
                 service.stop()
-            database.dispose()
 
-    app = FastAPI(
+    app = service_app(
+        settings,
+        [api_router, health.router],
+        lifespan,
         title="Atoll control plane",
-        version=_version(),
         summary="Jobs, sites and live telemetry of an Atoll deployment.",
         description=(
             "Submit a job (a `GeoJob`: the same spec `atoll train --sites` and `atoll sim` "
@@ -54,18 +48,6 @@ def create_app(settings: ControlSettings | None = None) -> FastAPI:
             "`GET /v1/events` streams telemetry live (server-sent events); "
             "`GET /v1/jobs/{job_id}/telemetry` has the history. Errors are JSON (`ErrorBody`)."
         ),
-        lifespan=lifespan,
     )
-    app.state.settings = settings
     app.state.hub = Hub()
-    app.include_router(api_router)
-    app.include_router(health.router)
-    install_error_handlers(app)
     return app
-
-
-def _version() -> str:
-    try:
-        return version("atoll")
-    except PackageNotFoundError:
-        return "0+unknown"

@@ -23,15 +23,7 @@ from typing import Any, Literal
 import torch
 
 from atoll.platform.geo.link_budget import LinkBudget
-from atoll.platform.geo.messages import (
-    BROADCAST,
-    GeoMessage,
-    Kind,
-    Lane,
-    Outbound,
-    carrying,
-    quantize,
-)
+from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, quantize
 from atoll.platform.geo.mirror_clock import Decision, MirrorClock, Wait
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import RoundSync
@@ -119,16 +111,7 @@ class ApproximateSync(GeoPolicy):
         if not len(selection):
             return [Outbound(BROADCAST, self._message(Kind.CLOCK), Lane.CONTROL)]
         values, scale = quantize(selection.values, self.value_type)
-        update = carrying(
-            Kind.UPDATE,
-            self.site,
-            self.clock,
-            self.offset,
-            len(self.params),
-            selection.indices,
-            values,
-            scale,
-        )
+        update = self._carrying(Kind.UPDATE, selection.indices, values, scale)
         # What the mirrors will add, rounding included: the rest stays in the accumulator.
         self.filter.sent(selection, values.float() * scale if scale is not None else values)
         self.sent_elements += len(selection)
@@ -180,15 +163,7 @@ class ApproximateSync(GeoPolicy):
         self.finishing = True
         rest = self.filter.drain()
         if self.final == "flush":
-            flush = carrying(
-                Kind.FLUSH,
-                self.site,
-                self.clock,
-                self.offset,
-                len(self.params),
-                rest.indices,
-                rest.values,
-            )
+            flush = self._carrying(Kind.FLUSH, rest.indices, rest.values)
         else:
             flush = self._message(Kind.FLUSH)  # the marker only
         return [Outbound(BROADCAST, flush, Lane.BULK), *self._start_average()]
@@ -248,19 +223,8 @@ class ApproximateSync(GeoPolicy):
             "mean_undelivered_mirror_clocks": self._undelivered / max(self.lookaheads, 1),
         }
 
-    def _message(self, kind: Kind, indices: torch.Tensor | None = None) -> GeoMessage:
-        return GeoMessage(kind, self.site, self.clock, self.offset, len(self.params), indices)
-
     def _snapshot(self) -> GeoMessage:
-        return GeoMessage(
-            Kind.SNAPSHOT,
-            self.site,
-            self.clock,
-            self.offset,
-            len(self.params),
-            None,
-            self.params.clone(),
-        )
+        return self._message(Kind.SNAPSHOT, None, self.params.clone())
 
     def _adopt(self, snapshot: GeoMessage) -> None:
         if not self.rejoining:

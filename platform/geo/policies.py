@@ -1,5 +1,7 @@
 """The geo policy a `GeoSpec` names, built for one site of a job."""
 
+from typing import Any
+
 import torch
 
 from atoll.platform.geo.asp import ApproximateSync
@@ -20,26 +22,22 @@ def build_policy(
     start_s: float = 0.0,
 ) -> GeoPolicy:
     """Site `site` of `sites`, owning `params` (the slice that starts at `offset`)."""
-    floor = min(spec.density_floor, spec.density)
-    if spec.policy == "asp" and spec.exchange == "tracking":
-        return TrackingSync(
-            site,
-            sites,
-            params,
-            offset,
-            budget=LinkBudget(spec.density, floor, target_s=spec.congestion_s),
-            decay=spec.decay,
-            staleness=spec.staleness,
-            lease_s=spec.lease_s,
-            start_s=start_s,
-            value_type=spec.value_type,
-            final=spec.final,
-            lookahead=spec.lookahead,
-        )
     if spec.policy == "asp":
+        floor = min(spec.density_floor, spec.density)
+        budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s)
+        # Either exchange: how far a site runs ahead, what its values travel as, how it ends.
+        asp: dict[str, Any] = {
+            "staleness": spec.staleness,
+            "lease_s": spec.lease_s,
+            "start_s": start_s,
+            "value_type": spec.value_type,
+            "final": spec.final,
+            "lookahead": spec.lookahead,
+        }
+        if spec.exchange == "tracking":
+            return TrackingSync(site, sites, params, offset, budget=budget, decay=spec.decay, **asp)
         adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None
         capped = spec.density < 1  # at most that share per clock, following the links
-        budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s) if capped else None
         return ApproximateSync(
             site,
             sites,
@@ -47,14 +45,9 @@ def build_policy(
             offset,
             schedule=ThresholdSchedule(spec.threshold, spec.threshold_schedule),
             adaptive=adaptive,
-            staleness=spec.staleness,
-            lease_s=spec.lease_s,
-            start_s=start_s,
-            value_type=spec.value_type,
-            final=spec.final,
             congestion_s=spec.congestion_s,
-            lookahead=spec.lookahead,
-            budget=budget,
+            budget=budget if capped else None,
+            **asp,
         )
     if spec.policy in ("bsp", "lan"):
         return RoundSync(site, sites, params, offset, name=spec.policy, period=1)

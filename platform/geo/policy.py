@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound
+from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, carrying
 from atoll.platform.geo.mirror_clock import PROCEED, Decision, Wait
 
 
@@ -103,8 +103,27 @@ class GeoPolicy(ABC):
         sync wait for it (`rejoining`) and adopt the first one.
         """
         self.rejoining = True
-        hello = GeoMessage(Kind.HELLO, self.site, self.clock, self.offset, len(self.params))
+        hello = self._message(Kind.HELLO)
         return [Outbound(BROADCAST, hello, Lane.CONTROL)]
+
+    def _message(
+        self,
+        kind: Kind,
+        indices: torch.Tensor | None = None,
+        values: torch.Tensor | None = None,
+    ) -> GeoMessage:
+        """A message from this site about its slice, as of its clock."""
+        return GeoMessage(
+            kind, self.site, self.clock, self.offset, len(self.params), indices, values
+        )
+
+    def _carrying(
+        self, kind: Kind, indices: torch.Tensor, values: torch.Tensor, scale: float | None = None
+    ) -> GeoMessage:
+        """This site's (index, value) pairs, sparse or dense, whichever is smaller."""
+        return carrying(
+            kind, self.site, self.clock, self.offset, len(self.params), indices, values, scale
+        )
 
     def stats(self) -> dict[str, Any]:
         return {"policy": self.name, "clock": self.clock, "stall_s": self.stall_s}

@@ -23,20 +23,10 @@ import torch
 
 from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.link_budget import LinkBudget
-from atoll.platform.geo.messages import (
-    BROADCAST,
-    GeoMessage,
-    Kind,
-    Lane,
-    Outbound,
-    carrying,
-    quantize,
-)
+from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, quantize
 
 
 class TrackingSync(ApproximateSync):
-    name = "asp"
-
     def __init__(
         self,
         site: int,
@@ -90,16 +80,7 @@ class TrackingSync(ApproximateSync):
         self.error.index_add_(0, indices, -correction)
         self._correct(self.site, self.clock, indices, correction)
         self.sent_elements += k
-        update = carrying(
-            Kind.UPDATE,
-            self.site,
-            self.clock,
-            self.offset,
-            len(self.params),
-            indices,
-            values,
-            scale,
-        )
+        update = self._carrying(Kind.UPDATE, indices, values, scale)
         return [Outbound(BROADCAST, update, Lane.BULK)]
 
     def _correct(
@@ -133,15 +114,7 @@ class TrackingSync(ApproximateSync):
             # its own starts again from zero here as there.
             self._forget(origin)
             out = super().receive(message, now)
-            whole = GeoMessage(
-                Kind.ESTIMATE,
-                self.site,
-                self.clock,
-                self.offset,
-                len(self.params),
-                None,
-                self.estimates[self.site].clone(),
-            )
+            whole = self._message(Kind.ESTIMATE, None, self.estimates[self.site].clone())
             return [*out, Outbound(origin, whole, Lane.BULK)]
         if kind == Kind.ESTIMATE:
             self.mirror_clock.tick(origin, message.clock, now)

@@ -3,6 +3,8 @@ then uvicorn."""
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
@@ -21,6 +23,20 @@ def startup_problem(
     settings: ServiceSettings, database: Database, schema: AlembicSchema
 ) -> str | None:
     return settings.admin_token_problem() or schema.state(database.engine).problem()
+
+
+@contextmanager
+def checked_database(settings: ServiceSettings, schema: AlembicSchema) -> Iterator[Database]:
+    """A service's database, once startup_problem finds nothing (else StartupRefused);
+    disposed on the way out."""
+    database = Database(settings.resolved_database_url, settings.db_pool_size)
+    try:
+        problem = startup_problem(settings, database, schema)
+        if problem:
+            raise StartupRefused(problem)
+        yield database
+    finally:
+        database.dispose()
 
 
 def preflight(settings: ServiceSettings, schema: AlembicSchema, migrate: bool = False) -> None:

@@ -43,9 +43,30 @@ class TlsSettings(BaseSettings):
         return self.tls_cert_file, self.tls_key_file
 
 
-class ServiceSettings(TlsSettings):
-    model_config = SettingsConfigDict(env_prefix="ATOLL_", extra="ignore")
+def split_tokens(secret: SecretStr | None) -> list[str]:
+    """The tokens of a comma-separated setting (so that a new token can be added before the
+    old one is removed)."""
+    if secret is None:
+        return []
+    return [t.strip() for t in secret.get_secret_value().split(",") if t.strip()]
 
+
+class AdminTokenSettings(TlsSettings):
+    """The admin tokens: a service's guard its writes; the dashboard presents the first to
+    the services and logs a person in as admin with any."""
+
+    admin_token: SecretStr | None = Field(None, description="comma-separated; guards every write")
+
+    @property
+    def admin_tokens(self) -> list[str]:
+        return split_tokens(self.admin_token)
+
+    @cached_property
+    def admin_token_hashes(self) -> frozenset[str]:
+        return frozenset(hash_token(t) for t in self.admin_tokens)
+
+
+class ServiceSettings(AdminTokenSettings):
     # What a subclass names: its SQLite file, and what no admin token would make impossible.
     default_database_file: ClassVar[str]
     writes_guarded: ClassVar[str]
@@ -58,23 +79,11 @@ class ServiceSettings(TlsSettings):
     state_dir: Path = Field(
         default_factory=default_state_dir, description="where the default SQLite file lives"
     )
-    # Comma-separated, so that a new admin token can be added before the old one is removed.
-    admin_token: SecretStr | None = Field(None, description="comma-separated; guards every write")
     db_pool_size: int = Field(10, ge=1)
 
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.state_dir / self.default_database_file}"
-
-    @cached_property
-    def admin_token_hashes(self) -> frozenset[str]:
-        return frozenset(hash_token(t) for t in self.admin_tokens)
-
-    @property
-    def admin_tokens(self) -> list[str]:
-        if self.admin_token is None:
-            return []
-        return [t.strip() for t in self.admin_token.get_secret_value().split(",") if t.strip()]
 
     def admin_token_problem(self) -> str | None:
         """Why the service should not start with these admin tokens, or None."""

@@ -8,8 +8,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPBearer
 
 from atoll.platform.service.database import Database
+from atoll.platform.service.deps import token_digest
 from atoll.platform.service.errors import Forbidden, Unauthorized
-from atoll.platform.service.security import bearer_token, hash_token, matches_any
+from atoll.platform.service.security import matches_any
 from atoll.platform.service.sql import utcnow
 from atoll.registry.core.batcher import Batcher, ShardedBatcher
 from atoll.registry.core.config import RegistrySettings
@@ -101,10 +102,7 @@ async def authenticate(
     cache: TokenCacheDep,
     _scheme: Annotated[object, Depends(_bearer)] = None,
 ) -> Caller:
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None:
-        raise Unauthorized("missing bearer token: send `Authorization: Bearer <token>`")
-    digest = hash_token(token)
+    digest = token_digest(request)
     if matches_any(digest, settings.admin_token_hashes):
         return Caller()
     found = cache.get(digest)

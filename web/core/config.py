@@ -4,25 +4,23 @@ other Atoll service's (pydantic-settings)."""
 from typing import ClassVar
 
 from pydantic import Field, SecretStr
-from pydantic_settings import SettingsConfigDict
 
 from atoll.platform.service.security import hash_token
-from atoll.platform.service.settings import MIN_ADMIN_TOKEN_CHARS, TlsSettings
+from atoll.platform.service.settings import (
+    MIN_ADMIN_TOKEN_CHARS,
+    AdminTokenSettings,
+    split_tokens,
+)
 
 DEFAULT_PORT = 8900
 MIN_SECRET_CHARS = 32
 
 
-class WebSettings(TlsSettings):
-    model_config = SettingsConfigDict(env_prefix="ATOLL_", extra="ignore")
-
+class WebSettings(AdminTokenSettings):
     service: ClassVar[str] = "the dashboard"
 
     control_url: str = Field("http://127.0.0.1:8800", description="the control plane's URL")
     registry_url: str = Field("http://127.0.0.1:8700", description="the registry's URL")
-    # Comma-separated like the services' own: the first is the one the dashboard presents
-    # to them; any of them logs a person in as admin.
-    admin_token: SecretStr | None = Field(None, description="comma-separated admin tokens")
     viewer_token: SecretStr | None = Field(
         None, description="comma-separated read-only tokens: pages, no writes"
     )
@@ -44,19 +42,9 @@ class WebSettings(TlsSettings):
     )
     heartbeat_s: float = Field(5.0, gt=0, description="SSE heartbeat to browsers")
 
-    @staticmethod
-    def _split(secret: SecretStr | None) -> list[str]:
-        if secret is None:
-            return []
-        return [t.strip() for t in secret.get_secret_value().split(",") if t.strip()]
-
-    @property
-    def admin_tokens(self) -> list[str]:
-        return self._split(self.admin_token)
-
     @property
     def viewer_tokens(self) -> list[str]:
-        return self._split(self.viewer_token)
+        return split_tokens(self.viewer_token)
 
     @property
     def service_token(self) -> str:

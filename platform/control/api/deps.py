@@ -8,9 +8,10 @@ from fastapi.security import HTTPBearer
 
 from atoll.platform.control.core.config import ControlSettings
 from atoll.platform.control.service import ControlService
+from atoll.platform.service.deps import token_digest
 from atoll.platform.service.errors import Unauthorized
 from atoll.platform.service.live import Hub
-from atoll.platform.service.security import bearer_token, hash_token, matches_any
+from atoll.platform.service.security import matches_any
 
 _bearer = HTTPBearer(auto_error=False, description="An admin token (ATOLL_ADMIN_TOKEN).")
 
@@ -37,10 +38,7 @@ async def require_admin(
     settings: SettingsDep,
     _scheme: Annotated[object, Depends(_bearer)] = None,
 ) -> None:
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None:
-        raise Unauthorized("missing bearer token: send `Authorization: Bearer <admin token>`")
-    if not matches_any(hash_token(token), settings.admin_token_hashes):
+    if not matches_any(token_digest(request, "admin token"), settings.admin_token_hashes):
         raise Unauthorized("not an admin token")
 
 

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
 from atoll.edge.identity import Identity, make_key_and_csr, store_enrolment
-from atoll.localstack.deployment import LocalRedis, free_port
+from atoll.localstack.deployment import AgentSpec, LocalDeployment, LocalRedis, free_port
 from atoll.localstack.registry import postgres_schema
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
@@ -143,6 +143,31 @@ def control_database(folder: Path) -> Iterator[str]:
             yield scoped
         return
     yield f"sqlite:///{folder / 'control.db'}"
+
+
+D = TypeVar("D", bound=LocalDeployment)
+
+
+@contextmanager
+def three_sites(root: Path, kind: type[D], **options: Any) -> Iterator[D]:
+    """The registry, the control plane and an agent per site of SITES, not started yet, on
+    a Redis of the test's own (`stack.redis`, which a test may restart) and on
+    control_database; stopped on the way out."""
+    with own_redis(root / "redis") as redis, control_database(root) as database_url:
+        stack = kind(
+            root,
+            [AgentSpec(name, region) for name, region in SITES.items()],
+            redis_url=redis.url,
+            control_database_url=database_url,
+            heartbeat_s=0.5,
+            **options,
+        )
+        stack.redis = redis
+        try:
+            yield stack
+        finally:
+            stack.redis = None  # own_redis stops it
+            stack.stop()
 
 
 def enrol_offline(ca_dir: Path, state_dir: Path, site: str) -> Identity:

@@ -16,8 +16,9 @@ from pydantic import SecretStr
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.messages import AgentStatus, Beat, Telemetry
 from atoll.platform.control.core.config import ControlSettings
-from atoll.platform.control.main import StartupRefused, create_app
+from atoll.platform.control.main import create_app
 from atoll.platform.control.migrate import SCHEMA
+from atoll.platform.service.server import StartupRefused
 
 with warnings.catch_warnings():  # starlette's own notice about its test client's transport
     warnings.simplefilter("ignore", DeprecationWarning)

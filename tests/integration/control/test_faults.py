@@ -12,16 +12,15 @@ import pytest
 from integration.control.harness import (
     DIGITS_JOB,
     SITES,
-    control_database,
     job_end,
     log_events,
-    own_redis,
     site_clock,
+    three_sites,
     wait_for,
 )
 from support import process_exists
 
-from atoll.localstack.deployment import AgentSpec, LocalDeployment
+from atoll.localstack.deployment import LocalDeployment
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.control.client import ControlClient
@@ -50,21 +49,8 @@ results: dict[str, float] = {}
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
-    root = tmp_path_factory.mktemp("deployment")
-    with own_redis(root / "redis") as redis, control_database(root) as database_url:
-        stack = LocalDeployment(
-            root,
-            [AgentSpec(name, region) for name, region in SITES.items()],
-            redis_url=redis.url,
-            control_database_url=database_url,
-            heartbeat_s=0.5,
-        )
-        stack.redis = redis  # restartable by the tests; stopped by own_redis
-        try:
-            yield stack.start()
-        finally:
-            stack.redis = None
-            stack.stop()
+    with three_sites(tmp_path_factory.mktemp("deployment"), LocalDeployment) as stack:
+        yield stack.start()
 
 
 @pytest.fixture

@@ -16,14 +16,13 @@ from cryptography import x509
 from integration.control.harness import (
     DIGITS_JOB,
     SITES,
-    control_database,
     job_end,
-    own_redis,
     site_clock,
+    three_sites,
     wait_for,
 )
 
-from atoll.localstack.deployment import AgentSpec, LocalDeployment
+from atoll.localstack.deployment import LocalDeployment
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
 from atoll.platform.bus.messages import Command
@@ -89,26 +88,19 @@ class RecordedDeployment(LocalDeployment):
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RecordedDeployment]:
-    root = tmp_path_factory.mktemp("trust")
-    with own_redis(root / "redis") as server, control_database(root) as database_url:
-        stack = RecordedDeployment(
-            root,
-            [AgentSpec(name, region) for name, region in SITES.items()],
-            redis_url=server.url,
-            control_database_url=database_url,
-            heartbeat_s=0.5,
-            with_web=False,
-        )
-        stack.recorders = {
-            "control": Recorder(stack.control_port),
-            "registry": Recorder(stack.registry_port),
-        }
-        try:
+    recorders: dict[str, Recorder] = {}
+    try:
+        with three_sites(
+            tmp_path_factory.mktemp("trust"), RecordedDeployment, with_web=False
+        ) as stack:
+            stack.recorders = recorders = {
+                "control": Recorder(stack.control_port),
+                "registry": Recorder(stack.registry_port),
+            }
             yield stack.start()
-        finally:
-            stack.stop()
-            for recorder in stack.recorders.values():
-                recorder.server.shutdown()
+    finally:  # after the stack has stopped: its agents reach the services through these
+        for recorder in recorders.values():
+            recorder.server.shutdown()
 
 
 @pytest.fixture

@@ -5,21 +5,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from integration.site.jobs import SMALL_DIGITS_JOB
 
 from atoll.platform.site.run import train_site
 from atoll.platform.site.spec import SiteJob
 
 pytestmark = pytest.mark.integration
-JOB = {
-    "dataset": "digits",
-    "model": "mlp",
-    "workers": 2,
-    "shards": 2,
-    "batch_size": 16,
-    "steps": 60,
-    "threads": 1,
-    "device": "cpu",
-}
+JOB = {**SMALL_DIGITS_JOB, "steps": 60, "device": "cpu"}
 
 
 def test_bf16_autocast_trains_through_the_same_path(tmp_path: Path) -> None:

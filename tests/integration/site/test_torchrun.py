@@ -16,20 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from integration.site.jobs import SMALL_DIGITS_JOB
 
 from atoll.platform.site.run import train_site
 from atoll.platform.site.spec import SiteJob
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
-JOB = {
-    "dataset": "digits",
-    "model": "mlp",
-    "workers": 2,
-    "shards": 2,
-    "batch_size": 16,
-    "threads": 1,
-    "comm_timeout_s": 60,
-}
+JOB = {**SMALL_DIGITS_JOB, "comm_timeout_s": 60}
 
 
 def free_port() -> int:

@@ -49,6 +49,23 @@ def local_step(policy: GeoPolicy, generator: torch.Generator, scale: float = 0.0
     return delta
 
 
+def train_together(
+    policies: list[GeoPolicy], net: Network, clocks: int, deliver_every: int, seed: int
+) -> list[torch.Tensor]:
+    """Every site steps every clock, never told to wait; the network delivers after every
+    `deliver_every`-th clock. Returns each step taken, in order."""
+    generator = torch.Generator().manual_seed(seed)
+    steps = []
+    for clock in range(1, clocks + 1):
+        for i, policy in enumerate(policies):
+            assert policy.before_clock(0.0) is PROCEED
+            steps.append(local_step(policy, generator))
+            net.post(i, policy.after_clock(steps[-1], 0.0))
+        if clock % deliver_every == 0:
+            net.flush()
+    return steps
+
+
 def run_asp(
     threshold: float, clocks: int, deliver_every: int, final: str = "flush"
 ) -> tuple[list[torch.Tensor], torch.Tensor, Network]:
@@ -61,21 +78,12 @@ def run_asp(
         for i in range(3)
     ]
     net = Network(policies)
-    generator = torch.Generator().manual_seed(1)
-    total = torch.zeros(SIZE)
-    for clock in range(clocks):
-        for i, policy in enumerate(policies):
-            assert policy.before_clock(0.0) is PROCEED
-            delta = local_step(policy, generator)
-            total += delta
-            net.post(i, policy.after_clock(delta, 0.0))
-        if clock % deliver_every == 0:
-            net.flush()
+    steps = train_together(policies, net, clocks, deliver_every, seed=1)
     for i, policy in enumerate(policies):
         net.post(i, policy.finish(0.0))
     net.flush()
     assert all(p.done(0.0) for p in policies)
-    return params, start + total, net
+    return params, start + sum(steps), net
 
 
 @pytest.mark.parametrize("deliver_every", [1, 7])
@@ -204,15 +212,7 @@ def run_rounds(
     params = replicas(3)
     policies = [build_policy(spec, i, 3, params[i]) for i in range(3)]
     net = Network(policies)
-    generator = torch.Generator().manual_seed(3)
-    history = []
-    for _ in range(clocks):
-        for i, policy in enumerate(policies):
-            assert policy.before_clock(0.0) is PROCEED
-            delta = local_step(policy, generator)
-            history.append(delta)
-            net.post(i, policy.after_clock(delta, 0.0))
-        net.flush()
+    history = train_together(policies, net, clocks, deliver_every=1, seed=3)
     return params, policies, net, history
 
 
@@ -320,18 +320,9 @@ def run_tracking(
     start = params[0].clone()
     policies = [build_policy(spec, i, sites, params[i]) for i in range(sites)]
     net = Network(policies)
-    generator = torch.Generator().manual_seed(5)
-    total = torch.zeros(SIZE)
-    for clock in range(1, clocks + 1):
-        for i, policy in enumerate(policies):
-            assert policy.before_clock(0.0) is PROCEED
-            delta = local_step(policy, generator)
-            total += delta
-            net.post(i, policy.after_clock(delta, 0.0))
-        if clock % deliver_every == 0:
-            net.flush()
+    steps = train_together(policies, net, clocks, deliver_every, seed=5)
     net.flush()
-    return params, start + total, policies, net
+    return params, start + sum(steps), policies, net
 
 
 DENSE_TRACKING = GeoSpec(
