@@ -41,6 +41,15 @@ class NeighboursFound:
 
 
 @dataclass(frozen=True)
+class NeighboursRanked:
+    """Candidates a registry has already chosen: same signature, live, nearest first by
+    Jensen-Shannon divergence. A registry keeps no per-class accuracy, so each giver
+    checks its own on the drifted classes (messages.declines) and may decline."""
+
+    reports: Sequence[SiteReport]
+
+
+@dataclass(frozen=True)
 class NeighboursFailed:
     reason: str
 
@@ -56,7 +65,15 @@ class FetchFailed:
     reason: str
 
 
-Input = BatchScored | ReportSent | NeighboursFound | NeighboursFailed | PartArrived | FetchFailed
+Input = (
+    BatchScored
+    | ReportSent
+    | NeighboursFound
+    | NeighboursRanked
+    | NeighboursFailed
+    | PartArrived
+    | FetchFailed
+)
 
 # Effects
 
@@ -225,6 +242,8 @@ class CartelSite:
             return self._report_sent(event)
         if isinstance(event, NeighboursFound):
             return self._neighbours(event.reports)
+        if isinstance(event, NeighboursRanked):
+            return self._ranked(event.reports)
         if isinstance(event, NeighboursFailed):
             return self._give_up(f"no neighbours: {event.reason}", "registry-down")
         if isinstance(event, PartArrived):
@@ -309,7 +328,7 @@ class CartelSite:
         if self.phase != "asking":
             return []
         config = self.config
-        self.candidates = choose_neighbours(
+        candidates = choose_neighbours(
             reports,
             asking=self.site,
             priors=self.priors(),
@@ -321,6 +340,15 @@ class CartelSite:
             k=config.k,
             rng=self.rng if config.neighbour_choice == "random" else None,
         )
+        return self._try(candidates)
+
+    def _ranked(self, reports: Sequence[SiteReport]) -> list[Effect]:
+        if self.phase != "asking":
+            return []
+        return self._try([r for r in reports if r.site != self.site][: self.config.k])
+
+    def _try(self, candidates: list[SiteReport]) -> list[Effect]:
+        self.candidates = candidates
         names = [r.site for r in self.candidates]
         log = Log("neighbours", f"neighbours for {list(self.drifted)}: {names}", {"sites": names})
         return [log, *self._next_fetch()]
