@@ -244,9 +244,10 @@ class DeviceRoundDone(EventModel):
 CartelHappening = Literal[
     "drift",  # its drift detector fired
     "neighbours",  # the registry named the sites to fetch from
-    "declined",  # a neighbour would not give the part (not good on the drifted classes)
     "refused",  # it would not merge a part (signature, shape, NaN or infinity): model kept
-    "fetch-failed",  # a neighbour did not answer in time or its link failed: the next one
+    # A neighbour declined (not good on the drifted classes), did not answer in time, or
+    # its link failed: the next one.
+    "fetch-failed",
     "gave-up",  # no neighbour left: training alone
     "registry-down",  # a report or query got no answer: training alone, catching up later
     "registry-up",

@@ -240,10 +240,8 @@ class CartelSite:
             return self._batch(event)
         if isinstance(event, ReportSent):
             return self._report_sent(event)
-        if isinstance(event, NeighboursFound):
-            return self._neighbours(event.reports)
-        if isinstance(event, NeighboursRanked):
-            return self._ranked(event.reports)
+        if isinstance(event, NeighboursFound | NeighboursRanked):
+            return self._neighbours(event)
         if isinstance(event, NeighboursFailed):
             return self._give_up(f"no neighbours: {event.reason}", "registry-down")
         if isinstance(event, PartArrived):
@@ -324,12 +322,15 @@ class CartelSite:
             AskNeighbours(priors, self.drifted, self.signature),
         ]
 
-    def _neighbours(self, reports: Sequence[SiteReport]) -> list[Effect]:
+    def _neighbours(self, found: NeighboursFound | NeighboursRanked) -> list[Effect]:
         if self.phase != "asking":
             return []
+        if isinstance(found, NeighboursRanked):
+            ranked = [r for r in found.reports if r.site != self.site]
+            return self._try(ranked[: self.config.k])
         config = self.config
         candidates = choose_neighbours(
-            reports,
+            found.reports,
             asking=self.site,
             priors=self.priors(),
             signature=self.signature,
@@ -341,11 +342,6 @@ class CartelSite:
             rng=self.rng if config.neighbour_choice == "random" else None,
         )
         return self._try(candidates)
-
-    def _ranked(self, reports: Sequence[SiteReport]) -> list[Effect]:
-        if self.phase != "asking":
-            return []
-        return self._try([r for r in reports if r.site != self.site][: self.config.k])
 
     def _try(self, candidates: list[SiteReport]) -> list[Effect]:
         self.candidates = candidates

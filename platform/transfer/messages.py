@@ -90,4 +90,3 @@ def declines(
         shown = {c: class_accuracy[c] if c < len(class_accuracy) else None for c in request.drifted}
         return f"not good on the drifted classes (accuracy {shown}, wanted {request.min_accuracy})"
     return None
-
