@@ -168,7 +168,9 @@ def _stop(deployment: "LocalDeployment", console: Console) -> None:
 
 
 def _results(job: "JobOut", wall_s: float, plots: list[Path]) -> Table:
-    table = Table(title=f"{job.spec.geo.label} on {job.spec.topology}: {job.state}")
+    spec = job.spec
+    where = f" on {spec.topology}" if spec.kind == "geo" else ""
+    table = Table(title=f"{spec.label}{where}: {job.state}")
     for column in ("site", "final accuracy", "WAN MB sent", "stall s", "restarts"):
         table.add_column(column, justify="left" if column == "site" else "right")
     for s in job.sites:

@@ -68,6 +68,10 @@ class CartelJob(BaseModel):
         """What the control plane counts a site's progress in: its batches."""
         return self.batches
 
+    @property
+    def label(self) -> str:
+        return f"cartel ({self.scenario}, {self.model}, merge {self.cartel.merge})"
+
     def stream_of(self, site: str) -> int:
         return self.streams[site] if self.streams is not None else self.sites.index(site)
 
