@@ -138,7 +138,8 @@ class StateDir:
             local["data_dir"] = str(data_dir)
         if threads is not None:
             local["threads"] = threads
-        local.update(hardware or {})  # this machine's device choice
+        if site_job.get("kind") != "cartel":  # a cartel site's small online model: the CPU
+            local.update(hardware or {})  # this machine's device choice
         path = self.site_job_file(job_id)
         write_json(path, local)
         return path

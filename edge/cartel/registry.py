@@ -42,7 +42,7 @@ class Query:
 @dataclass(frozen=True)
 class Transfer:
     """A merged part, to record as model lineage: the site's new model came from its
-    previous one and a neighbour's part."""
+    previous one (the record's parent) and a neighbour's part (its URI)."""
 
     lineage: RecordLineage
     part_sha256: str
@@ -73,7 +73,6 @@ class RegistryWorker:
         self.signature = signature
         self.timeout_s = timeout_s
         self.answers: queue.SimpleQueue[Input] = queue.SimpleQueue()
-        self.ids: dict[str, str] = {}  # neighbour name -> registry id, from the answers
         self.recorded = 0  # lineage records the registry stored
         self._lock = threading.Lock()
         self._report: SiteReport | None = None
@@ -157,7 +156,6 @@ class RegistryWorker:
             return NeighboursFailed(str(e))
         reports = []
         for n in found.neighbours:
-            self.ids[n.name] = str(n.site_id)
             reports.append(
                 SiteReport(
                     site=n.name,
@@ -185,11 +183,12 @@ class RegistryWorker:
             lineage = done.lineage
             try:
                 with self._client() as client:
+                    # A site token records models of its own site alone: the giver and
+                    # its version are in the record's URI.
                     own = self._own_id(client)
-                    source = self.ids.get(lineage.source)
                     classes = ",".join(str(c) for c in lineage.classes)
                     artifact = client.record_model(
-                        [own, *([source] if source else [])],
+                        [own],
                         f"sha256:{done.part_sha256}",
                         done.part_bytes,
                         f"atoll-cartel://{lineage.source}/v{lineage.source_version}/"

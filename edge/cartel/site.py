@@ -78,6 +78,7 @@ from atoll.platform.transfer.scenarios import StreamSampler, build_streams
 log = logging.getLogger("atoll.cartel")
 _POLL_S = 0.01
 _CLOSE_S = 2.0  # at the end: for the links to flush, and the registry to take lineage
+_START_S = 30.0  # longest wait for the links to every other site at the start
 
 
 @dataclass
@@ -109,6 +110,8 @@ class CartelSiteRun:
             streams[job.stream], data.train, data.test, self.spec.stream_count, job.seed
         )
         self.classes = data.test.classes
+        if job.threads is not None:
+            torch.set_num_threads(job.threads)
         torch.manual_seed(self.spec.seed)
         # Every site starts from the same seeded model, as the job gives it.
         self.model = OnlineModel(
@@ -166,6 +169,7 @@ class CartelSiteRun:
             self.endpoint.start()
             for thread in threads:
                 thread.start()
+            self._wait_for_neighbours()
             try:
                 self._emit(
                     TrainingStarted(
@@ -215,6 +219,15 @@ class CartelSiteRun:
         }
         write_json(self.out / "summary.json", summary)
         return summary
+
+    def _wait_for_neighbours(self) -> None:
+        """Sites start together (their agents took the job at different moments), so that
+        a neighbour's model is as far along as the asker's; one that does not come is
+        left behind, not waited for."""
+        try:
+            self.endpoint.wait_connected(timeout=_START_S)
+        except LinkError as e:
+            log.warning("%s: starting without every neighbour: %s", self.job.site, e)
 
     def _train(self, batch: int) -> None:
         x, y = self.sampler.batch(batch, self.spec.batch_size)

@@ -366,7 +366,11 @@ class CartelSite:
             return []
         if self.candidates[0].site == event.source:
             self.candidates.pop(0)
-        log = Log("fetch-failed", f"fetch from {event.source} failed: {event.reason}; next")
+        log = Log(
+            "fetch-failed",
+            f"fetch from {event.source} failed: {event.reason}; next",
+            {"source": event.source},
+        )
         return [log, *self._next_fetch()]
 
     def _part(self, part: ModelPart) -> list[Effect]:

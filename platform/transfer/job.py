@@ -101,6 +101,7 @@ class CartelSiteJob(BaseModel):
     registry_token_file: Path | None = None
     registry_site_id: str | None = Field(None, description="None: looked up by name")
     data_dir: Path | None = None
+    threads: int | None = Field(None, ge=1, description="torch threads; default torch's")
 
     @property
     def stream(self) -> int:

@@ -44,7 +44,7 @@ class OnlineModel:
         logits = self.module(x)
         correct = (logits.argmax(dim=1) == y).numpy()
         loss = nn.functional.cross_entropy(logits, y)
-        self.last_loss = float(loss)
+        self.last_loss = loss.item()
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
