@@ -9,12 +9,13 @@ from typing import Annotated, Any
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Discriminator,
     Field,
     StringConstraints,
-    Tag,
     TypeAdapter,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
 )
+from pydantic_core import PydanticCustomError
 
 from atoll.platform.bus.messages import CommandKind
 from atoll.platform.control.states import CommandState, JobState, SiteState, SiteStatus
@@ -23,23 +24,24 @@ from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.schemas import Readiness as ServiceReadiness
 from atoll.platform.transfer.job import CartelJob
 
+_KINDS: dict[str, type[GeoJob] | type[CartelJob]] = {"geo": GeoJob, "cartel": CartelJob}
 
-def _job_kind(spec: Any) -> str:
-    """A spec names its kind; one without is a geo job (every spec before cartel jobs)."""
-    kind = spec.get("kind", "geo") if isinstance(spec, dict) else getattr(spec, "kind", "geo")
-    return str(kind)
+
+def _by_kind(spec: Any, _handler: ValidatorFunctionWrapHandler) -> GeoJob | CartelJob:
+    """Validate as the kind the spec names; one without is a geo job (every spec before
+    cartel jobs). Problems name the spec's own fields (`spec.geo.threshold`), as before."""
+    if isinstance(spec, GeoJob | CartelJob):
+        return spec
+    kind = spec.get("kind", "geo") if isinstance(spec, dict) else None
+    model = _KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise PydanticCustomError("job_kind", "a job's kind is geo (the default) or cartel")
+    return model.model_validate(spec)
 
 
 # What an operator submits: a geo job (one model, replicas kept in sync across sites) or a
 # cartel job (a model per site; sites help each other on drift).
-JobSpec = Annotated[
-    Annotated[GeoJob, Tag("geo")] | Annotated[CartelJob, Tag("cartel")],
-    Discriminator(
-        _job_kind,
-        custom_error_type="job_kind",
-        custom_error_message="a job's kind is geo (the default) or cartel",
-    ),
-]
+JobSpec = Annotated[GeoJob | CartelJob, WrapValidator(_by_kind)]
 _SPEC: TypeAdapter[GeoJob | CartelJob] = TypeAdapter(JobSpec)
 
 

@@ -36,3 +36,12 @@ def test_a_spec_is_the_kind_it_names_geo_by_default(spec: dict[str, object], kin
 def test_a_bad_spec_is_refused_naming_the_problem(spec: dict[str, object], problem: str) -> None:
     with pytest.raises(ValidationError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         JobCreate.model_validate({"spec": spec})
+
+
+def test_a_problem_names_the_specs_own_field_whatever_its_kind() -> None:
+    with pytest.raises(ValidationError) as geo:
+        JobCreate.model_validate({"spec": {"geo": {"threshold": "x"}}})
+    with pytest.raises(ValidationError) as cartel:
+        JobCreate.model_validate({"spec": {**CARTEL, "cartel": {"k": 0}}})
+    assert geo.value.errors()[0]["loc"] == ("spec", "geo", "threshold")
+    assert cartel.value.errors()[0]["loc"] == ("spec", "cartel", "k")
