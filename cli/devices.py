@@ -1,9 +1,13 @@
 """`atoll devices`: a site's device tier on Flower (its SuperLink and Atoll's ServerApp)."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:  # the CLI imports Flower's side only when a command needs it
+    from atoll.platform.devices.launch import FlowerSite
+    from atoll.platform.devices.spec import DeviceSiteSpec
 
 app = typer.Typer(
     help="The device tier: devices train through Flower inside a site.",
@@ -42,9 +46,20 @@ def run(
         list[str] | None, typer.Option(help="KEY=VALUE for the app's run config; repeatable.")
     ] = None,
     timeout: Annotated[float, typer.Option(help="Longest wait for the run, seconds.")] = 3600.0,
+    agent_state: Annotated[
+        Path | None,
+        typer.Option(
+            help="The edge agent's state folder: run on the SuperLink its site file's "
+            "`devices:` started (--host, --port, --tls-dir, --node-auth then come from there)."
+        ),
+    ] = None,
+    max_restarts: Annotated[
+        int, typer.Option(min=0, help="SuperLink restarts while the run goes on.")
+    ] = 3,
 ) -> None:
     """Start the site's SuperLink, run Atoll's ServerApp on it for ROUNDS device rounds, and
-    print each round. Devices join with `flower-supernode --superlink HOST:PORT`."""
+    print each round. Devices join with `flower-supernode --superlink HOST:PORT`. A
+    SuperLink that dies is started again and the run goes on (its state is on disk)."""
     import time
     import tomllib
 
@@ -75,15 +90,22 @@ def run(
         if not sep:
             raise AtollError(f"--run-config takes KEY=VALUE, not {pair!r}")
         overrides[key] = _value(value)
-    site = FlowerSite(
-        spec, app_dir.resolve(), SuperLinkOptions(port, host, tls, node_auth), out / "flower"
-    )
+    if agent_state is not None:
+        site = _agent_site(agent_state, spec, app_dir.resolve())
+    else:
+        work = (out / "flower").resolve()
+        options = SuperLinkOptions(port, host, tls, node_auth, work / "flower.db")
+        site = FlowerSite(spec, app_dir.resolve(), options, work)
     try:
-        site.start_superlink()
-        print(
-            f"SuperLink on {host}:{port}; devices join with: flower-supernode "
-            f"--superlink {host}:{port} {'--root-certificates ca.pem' if tls else '--insecure'}"
-        )
+        address = site.superlink.address
+        if agent_state is None:
+            site.start_superlink()
+            print(
+                f"SuperLink on {address}; devices join with: flower-supernode "
+                f"--superlink {address} {'--root-certificates ca.pem' if tls else '--insecure'}"
+            )
+        else:
+            print(f"on the edge agent's SuperLink ({address} from here)")
         site.start_run(overrides)
         seen = 0
         deadline = time.monotonic() + timeout
@@ -98,12 +120,30 @@ def run(
                 )
             seen = len(done)
             if seen >= rounds:
-                site.wait(max(deadline - time.monotonic(), 1.0))
+                site.wait(max(deadline - time.monotonic(), 1.0), max_restarts=max_restarts)
                 break
-            site.wait_step(deadline)
+            site.wait_step(deadline, max_restarts=max_restarts)
     finally:
         site.stop()
     print(f"model: {spec.out_dir / 'model.npz'}; log: {spec.out_dir / 'log.jsonl'}")
+
+
+def _agent_site(state_dir: Path, spec: "DeviceSiteSpec", app_dir: Path) -> "FlowerSite":
+    """A run on the edge agent's SuperLink, through the Flower home the agent wrote (its
+    address and TLS); the agent keeps the SuperLink up."""
+    import tomllib
+
+    from atoll.platform.core.errors import AtollError
+    from atoll.platform.devices.flower import CONNECTION, SuperLinkOptions
+    from atoll.platform.devices.launch import FlowerSite
+
+    work = (state_dir / "devices").resolve()
+    config = work / "flower-home" / "config.toml"
+    if not config.exists():
+        raise AtollError(f"no device tier under {state_dir}: does the agent's site file enable it?")
+    address = str(tomllib.loads(config.read_text())["superlink"][CONNECTION]["address"])
+    host, _, port = address.rpartition(":")
+    return FlowerSite(spec, app_dir, SuperLinkOptions(int(port), host), work)
 
 
 def _value(text: str) -> int | float | str:

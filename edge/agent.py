@@ -257,6 +257,7 @@ class EdgeAgent:
             geo_ports=self.settings.geo.ports,
             version=_version(),
             data=self.data,
+            devices=self.devices.report() if self.devices is not None else None,
             jobs=self.core.job_reports(),
             applied=self.core.ledger.recent(),
             duplicates=self.core.ledger.duplicates,

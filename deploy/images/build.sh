@@ -7,6 +7,9 @@
 #                                        Redis and PostgreSQL images on it
 #   deploy/images/build.sh atoll [TAG]   the base images, the wheels, then the Dockerfile
 #                                        (TAG defaults to localhost/atoll:latest)
+#   deploy/images/build.sh device [TAG]  a device: Flower's SuperNode, PyTorch and
+#                                        Fashion-MNIST from device.Dockerfile, on the same
+#                                        base and wheels (TAG: localhost/atoll-device:latest)
 #   deploy/images/build.sh clean         removes all of the above and the wheel folder
 #
 # It reuses what it built before. Each base image carries a label with a hash of what it is
@@ -163,22 +166,27 @@ EOF
     echo "$folder"
 }
 
-build_atoll() {  # TAG
+# An image of DOCKERFILE on the Python image, every Python package from the wheels.
+build_on_python() {  # TAG DOCKERFILE CONTEXT
     local tag="$1" wheels
     build_base >/dev/null
     wheels="$(build_wheels)"
-    log "$tag: building the repository's Dockerfile on $PYTHON_IMAGE"
+    log "$tag: building $2 on $PYTHON_IMAGE"
     podman build --format docker \
         --build-arg "PYTHON_IMAGE=$PYTHON_IMAGE" \
         --build-arg "TORCH_VERSION=$TORCH_VERSION" \
         --build-arg WHEELS=/wheels --volume "$wheels:/wheels:ro" \
-        --file "$REPO/Dockerfile" --tag "$tag" "$REPO" >&2
+        --file "$2" --tag "$tag" "$3" >&2
     echo "$tag"
 }
 
+build_atoll() { build_on_python "$1" "$REPO/Dockerfile" "$REPO"; }  # TAG
+
+build_device() { build_on_python "$1" "$HERE/device.Dockerfile" "$HERE"; }  # TAG
+
 clean() {
     local tag
-    for tag in "$POSTGRES_IMAGE" "$REDIS_IMAGE" "$PYTHON_IMAGE" "$DEBIAN_IMAGE" "${1:-localhost/atoll:latest}"; do
+    for tag in "$POSTGRES_IMAGE" "$REDIS_IMAGE" "$PYTHON_IMAGE" "$DEBIAN_IMAGE" "${1:-localhost/atoll:latest}" localhost/atoll-device:latest; do
         if podman rmi "$tag" >/dev/null 2>&1; then log "removed $tag"; fi
     done
     rm -rf "$WHEELS_CACHE"
@@ -187,6 +195,7 @@ clean() {
 case "${1:-}" in
     base) build_base ;;
     atoll) build_atoll "${2:-localhost/atoll:latest}" ;;
+    device) build_device "${2:-localhost/atoll-device:latest}" ;;
     clean) clean "${2:-}" ;;
-    *) die "usage: $0 base | atoll [TAG] | clean [TAG]" ;;
+    *) die "usage: $0 base | atoll [TAG] | device [TAG] | clean [TAG]" ;;
 esac

@@ -95,6 +95,32 @@ class JobReport(Message):
     bsp_bytes_per_clock: int | None = None
 
 
+class DeviceRound(Message):
+    """One round of the site's device tier (Flower devices), as its ServerApp logged it."""
+
+    round: int
+    time: float
+    devices: int = Field(description="asked to train")
+    replied: int = Field(description="replies checked and aggregated")
+    refused: int = Field(description="replies that failed their checks")
+    dropped: int = Field(description="devices that had not replied by the round's deadline")
+    late: int = Field(0, description="replies to earlier rounds, dropped")
+    examples: int | None = Field(None, description="`num-examples` of the aggregated replies")
+    seconds: float = Field(description="the devices' round, start to aggregate")
+    accuracy: float | None = Field(None, description="the devices' own, by test examples")
+
+
+class DeviceTierReport(Message):
+    """A site's device tier: its Flower SuperLink, and the latest rounds of its run."""
+
+    superlink: str = Field(description="host:port devices dial")
+    up: bool = Field(description="the SuperLink and its SuperExec are running")
+    restarts: int = 0
+    run_dir: str | None = Field(None, description="where the current run writes, on the site")
+    finished: bool = False
+    rounds: list[DeviceRound] = Field(default_factory=list, description="the newest, oldest first")
+
+
 class AgentStatus(Message):
     """Everything an agent knows that the control plane keeps: a full snapshot each time,
     so that a lost, late or repeated report changes nothing once a newer one arrives."""
@@ -114,6 +140,7 @@ class AgentStatus(Message):
     jobs: list[JobReport] = []
     applied: list[AppliedCommand] = []
     duplicates: int = Field(0, description="deliveries of commands it had already applied")
+    devices: DeviceTierReport | None = Field(None, description="its device tier, if enabled")
 
 
 class Telemetry(Message):

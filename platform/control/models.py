@@ -95,6 +95,8 @@ class Site(Base):
     duplicates: Mapped[int] = mapped_column(sa.Integer, default=0)
     # Its DataReport (schema, samples, label histogram), as its agent last reported it.
     data_report: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
+    # Its DeviceTierReport (SuperLink, latest device rounds), as its agent last reported it.
+    device_report: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON)
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

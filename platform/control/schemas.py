@@ -17,7 +17,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from atoll.platform.bus.messages import CommandKind
+from atoll.platform.bus.messages import CommandKind, DeviceTierReport
 from atoll.platform.control.states import CommandState, JobState, SiteState, SiteStatus
 from atoll.platform.data.schema import DataReport
 from atoll.platform.geo.job import GeoJob
@@ -121,6 +121,9 @@ class SiteOut(BaseModel):
     joined: bool = Field(description="its agent has reported at least once")
     data: DataReport | None = Field(
         None, description="its own data as it reported it: schema, samples, label histogram"
+    )
+    devices: DeviceTierReport | None = Field(
+        None, description="its device tier (Flower SuperLink, latest device rounds), if enabled"
     )
     first_seen_at: datetime = Field(description="when it joined, or was declared")
     last_seen_at: datetime

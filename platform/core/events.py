@@ -230,6 +230,7 @@ class DeviceRoundDone(EventModel):
     replied: int  # replies checked and aggregated
     refused: int  # replies that failed their checks (the log names each device and why)
     late: int  # replies to earlier rounds, dropped
+    examples: int | None = None  # `num-examples` summed over the aggregated replies
     silent: list[int] = Field(default_factory=list)  # node ids that had not replied
     train_loss: float | None = None
     device_accuracy: float | None = None  # mean over the devices, by their test examples

@@ -6,10 +6,18 @@ Flower 1.41 serves the SuperLink's Fleet, Control and Runtime APIs on one HTTP p
 site gets a Flower home of its own. The SuperLink runs with runtime dependency
 installation off: the ServerApp runs in Atoll's own environment (left on, Flower would
 `uv sync` the app's dependencies, torch's CUDA build among them).
+
+The SuperLink runs with `--isolation process`: the SuperExec that starts ServerApps is a
+process of Atoll's, not the SuperLink's child. Left to the SuperLink, the SuperExec and
+its ServerApp die with it (they watch its pid); on their own they outlive a SuperLink
+restart, and the ServerApp reconnects (Flower's Runtime client retries) once the
+SuperLink is back on the same state database. A shared secret lets only this SuperExec
+in on the Runtime API, which the SuperLink serves on the devices' port.
 """
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -49,15 +57,22 @@ class SuperLinkOptions:
     tls: FlowerTls | None = None
     node_auth: bool = False  # only SuperNodes registered with `flwr supernode register`
     database: Path | None = None  # None: state in memory (a restart forgets runs)
+    superexec_secret: Path | None = None  # the SuperExec's shared secret (raw bytes)
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def local_address(self) -> str:
+        """Where a process on this host reaches the SuperLink."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"{host}:{self.port}"
+
 
 def superlink_command(options: SuperLinkOptions) -> list[str]:
     cmd = [str(_BIN / "flower-superlink"), "--disable-runtime-dependency-installation"]
-    cmd += ["--host", options.host, "--port", str(options.port)]
+    cmd += ["--host", options.host, "--port", str(options.port), "--isolation", "process"]
     if options.tls is None:
         cmd.append("--insecure")
     else:
@@ -67,7 +82,29 @@ def superlink_command(options: SuperLinkOptions) -> list[str]:
         cmd.append("--enable-supernode-auth")
     if options.database is not None:
         cmd += ["--database", str(options.database)]
+    if options.superexec_secret is not None:
+        cmd += ["--superexec-auth-secret-file", str(options.superexec_secret)]
     return cmd
+
+
+def superexec_command(options: SuperLinkOptions) -> list[str]:
+    """The SuperExec that starts the site's ServerApps (Atoll's) as the SuperLink asks."""
+    cmd = [str(_BIN / "flower-superexec"), "--runtime-api-address", options.local_address]
+    if options.tls is None:
+        cmd.append("--insecure")
+    else:
+        cmd += ["--root-certificates", str(options.tls.ca_cert)]
+    if options.superexec_secret is not None:
+        cmd += ["--superexec-auth-secret-file", str(options.superexec_secret)]
+    return cmd
+
+
+def write_superexec_secret(path: Path) -> Path:
+    """A fresh shared secret for the SuperLink and its SuperExec, readable by us only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.write_bytes(secrets.token_hex(32).encode())
+    return path
 
 
 @dataclass(frozen=True)
@@ -101,7 +138,7 @@ def _toml_value(value: int | float | str) -> str:
 def write_flower_home(home: Path, options: SuperLinkOptions) -> Path:
     """A Flower home whose default connection is this site's SuperLink."""
     home.mkdir(parents=True, exist_ok=True)
-    connection: dict[str, object] = {"address": options.address}
+    connection: dict[str, object] = {"address": options.local_address}
     if options.tls is None:
         connection["insecure"] = True
     else:
@@ -136,7 +173,10 @@ def flwr(home: Path, *args: str, timeout: float = 300.0) -> dict[str, object]:
     """A `flwr` CLI command against the site's SuperLink, its JSON answer."""
     env = {**os.environ, "FLWR_HOME": str(home)}
     cmd = [str(_BIN / "flwr"), *args, "--format", "json"]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise FlowerError(f"{' '.join(cmd[:3])}: no answer in {timeout:.0f} s") from e
     try:
         answer: dict[str, object] = json.loads(done.stdout)
     except json.JSONDecodeError as e:
@@ -157,7 +197,7 @@ def submit(home: Path, app: Path, run_config: dict[str, int | float | str] | Non
 
 def run_status(home: Path, run_id: int) -> str:
     """'pending', 'starting', 'running', or 'finished:<completed|failed|stopped>'."""
-    runs = flwr(home, "ls", CONNECTION, "--run-id", str(run_id))["runs"]
+    runs = flwr(home, "ls", CONNECTION, "--run-id", str(run_id), timeout=60.0)["runs"]
     return str(runs[0]["status"])  # type: ignore[index]
 
 

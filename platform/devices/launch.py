@@ -1,16 +1,21 @@
 """Running a device site on Flower: its SuperLink, Atoll's ServerApp as a Flower run,
 and SuperNodes beside it where devices are played on this host (tests, demo, bench).
 
-The edge agent and `atoll devices serve` use FlowerSite; a device owner runs only
-`flower-supernode`.
+The edge agent and `atoll devices run` use FlowerSite; a device owner runs only
+`flower-supernode`. FlowerSite keeps its two processes up (`supervise`): a SuperLink that
+died is started again on the same port and state database, and the ServerApp, which the
+SuperExec started and which outlives the SuperLink, reconnects and goes on with its
+round: messages already sent and replies already in stay in the database, a round that
+lost replies ends at its deadline with those who replied, and a reply is taken once.
 """
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -28,13 +33,16 @@ from atoll.platform.devices.flower import (
     run_status,
     site_app,
     submit,
+    superexec_command,
     superlink_command,
     supernode_command,
     wait_listening,
     write_flower_home,
+    write_superexec_secret,
 )
 from atoll.platform.devices.spec import DeviceSiteSpec
 
+log = logging.getLogger("atoll.devices")
 _STARTUP_S = 120.0  # Flower's processes import a lot; a busy host takes its time
 
 
@@ -45,7 +53,9 @@ class FlowerSite:
     superlink: SuperLinkOptions
     work: Path  # the site's Flower home, app copy, spec and logs
     run_id: int | None = None
+    restarts: int = 0  # of the SuperLink and the SuperExec, by supervise()
     _superlink: subprocess.Popen[bytes] | None = None
+    _superexec: subprocess.Popen[bytes] | None = None
     _logs: list[IO[bytes]] = field(default_factory=list)
 
     @property
@@ -57,20 +67,61 @@ class FlowerSite:
         return self.spec.out_dir / "log.jsonl"
 
     def start_superlink(self) -> None:
+        """The SuperLink and the SuperExec that runs its ServerApps."""
         self.work.mkdir(parents=True, exist_ok=True)
+        if self.superlink.superexec_secret is None:
+            secret = write_superexec_secret(self.work / "superexec.secret")
+            self.superlink = replace(self.superlink, superexec_secret=secret)
         write_flower_home(self.home, self.superlink)
-        log = (self.work / "superlink.log").open("ab")
-        self._logs.append(log)
-        self._superlink = subprocess.Popen(
-            superlink_command(self.superlink),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its ServerApp and SuperExec go when it is stopped
+        self._start_superlink()
+        self._start_superexec()
+
+    def _start_superlink(self) -> None:
+        self._superlink = self._spawn(superlink_command(self.superlink), "superlink.log")
+        wait_listening(
+            self.superlink.local_address.rpartition(":")[0],
+            self.superlink.port,
+            _STARTUP_S,
+            self._superlink,
         )
-        wait_listening(self.superlink.host, self.superlink.port, _STARTUP_S, self._superlink)
+
+    def _start_superexec(self) -> None:
+        self._superexec = self._spawn(superexec_command(self.superlink), "superexec.log")
+
+    def _spawn(self, command: list[str], log_name: str) -> subprocess.Popen[bytes]:
+        out = (self.work / log_name).open("ab")
+        self._logs.append(out)
+        return subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # stopped with what it started (its process group)
+        )
 
     def superlink_alive(self) -> bool:
         return self._superlink is not None and self._superlink.poll() is None
+
+    def superexec_alive(self) -> bool:
+        return self._superexec is not None and self._superexec.poll() is None
+
+    def supervise(self, max_restarts: int) -> bool:
+        """Start again whichever of the SuperLink and the SuperExec it started died; whether
+        one had. FlowerError once they died more than `max_restarts` times in all."""
+        dead = [
+            (name, start)
+            for name, process, start in (
+                ("SuperLink", self._superlink, self._start_superlink),
+                ("SuperExec", self._superexec, self._start_superexec),
+            )
+            if process is not None and process.poll() is not None
+        ]
+        for name, start in dead:
+            if self.restarts >= max_restarts:
+                raise FlowerError(f"the {name} died {self.restarts + 1} times; see {self.work}")
+            self.restarts += 1
+            log.warning("device tier: the %s exited; starting it again (%d)", name, self.restarts)
+            start()
+        return bool(dead)
 
     def start_run(self, run_config: dict[str, int | float | str] | None = None) -> int:
         """Atoll's ServerApp on the SuperLink, as a run of the device app."""
@@ -90,15 +141,16 @@ class FlowerSite:
             of_kind(read_events(self.log_path), DeviceRoundDone) if self.log_path.exists() else []
         )
 
-    def wait(self, timeout_s: float, poll_s: float = 2.0) -> None:
+    def wait(self, timeout_s: float, poll_s: float = 2.0, max_restarts: int = 0) -> None:
         """Until the ServerApp finished; FlowerError if the run failed or time ran out."""
         deadline = time.monotonic() + timeout_s
-        while not self.wait_step(deadline, poll_s):
+        while not self.wait_step(deadline, poll_s, max_restarts):
             pass
 
-    def wait_step(self, deadline: float, poll_s: float = 2.0) -> bool:
+    def wait_step(self, deadline: float, poll_s: float = 2.0, max_restarts: int = 0) -> bool:
         """Whether the ServerApp finished, after at most `poll_s`; FlowerError if the run
-        failed, the SuperLink died or `deadline` (monotonic) passed."""
+        failed, the SuperLink died more than `max_restarts` times or `deadline`
+        (monotonic) passed."""
         events = read_events(self.log_path) if self.log_path.exists() else []
         if of_kind(events, TrainingFinished):
             return True
@@ -106,9 +158,13 @@ class FlowerSite:
         if failed:
             where = self.spec.out_dir / "serverapp.log"
             raise FlowerError(f"the site's ServerApp failed: {failed[-1].message} (see {where})")
-        if not self.superlink_alive():
-            raise FlowerError(f"the SuperLink exited; see {self.work}/superlink.log")
-        status = self.status()
+        if self.supervise(max_restarts):
+            return False  # the run's status once the SuperLink is back
+        try:
+            status = self.status()
+        except FlowerError as e:  # the SuperLink is away (another process restarts it)
+            log.warning("run %s: no status (%s)", self.run_id, e)
+            status = "unknown"
         if status.startswith("finished") and not status.endswith("completed"):
             raise FlowerError(f"run {self.run_id} {status}; see {self.work}/superlink.log")
         if time.monotonic() > deadline:
@@ -117,10 +173,11 @@ class FlowerSite:
         return False
 
     def stop(self) -> None:
-        if self._superlink is not None:
-            stop_process(self._superlink)
-        for log in self._logs:
-            log.close()
+        for process in (self._superexec, self._superlink):
+            if process is not None:
+                stop_process(process)
+        for out in self._logs:
+            out.close()
 
 
 def start_supernode(options: SuperNodeOptions, log_path: Path) -> subprocess.Popen[bytes]:

@@ -22,6 +22,7 @@ from flwr.serverapp import Grid
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import DeviceRoundDone, GeoStats, RunEvent
+from atoll.platform.devices.replies import WEIGHT_KEY
 from atoll.platform.devices.rounds import DeviceRounds, RoundOptions
 from atoll.platform.devices.spec import DeviceSiteSpec
 from atoll.platform.site.geo_mirror import GeoMirror
@@ -146,6 +147,7 @@ class DeviceSite:
             replied=len(outcome.replies),
             refused=len(outcome.refusals),
             late=outcome.late,
+            examples=int(outcome.metrics.get(WEIGHT_KEY, 0)) or None,
             silent=outcome.silent,
             train_loss=outcome.metrics.get("train_loss"),
             device_accuracy=_accuracy(evaluation.metrics) if evaluation else None,

@@ -8,6 +8,7 @@ policy lets it go: the time held is the stall the policy accounts.
 """
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,17 +91,21 @@ class GeoMirror:
         self._observe_links(now)
         self._send(self.policy.after_clock(delta, now, lr_ratio))
 
-    def sync(self) -> None:
-        """Apply what has arrived; return once the policy lets the site start a clock."""
+    def sync(self, stopping: Callable[[], bool] = lambda: False) -> bool:
+        """Apply what has arrived; return once the policy lets the site start a clock (True),
+        or once `stopping()` says the site is to stop instead (False)."""
         deadline = time.monotonic() + self.config.sync_timeout_s
         self._drain(0.0)
         while isinstance(decision := self.policy.before_clock(time.monotonic()), Wait):
+            if stopping():
+                return False
             if time.monotonic() > deadline:
                 waited_on = ", ".join(self.names[s] for s in decision.on) or "the other sites"
                 raise GeoStalled(
                     f"{decision.reason}: waited {self.config.sync_timeout_s:.0f} s on {waited_on}"
                 )
             self._drain(_POLL_S)
+        return True
 
     def lookahead(self) -> torch.Tensor | None:
         """The policy's offset for the clock `sync` just let start (None: none)."""

@@ -243,16 +243,21 @@ class SiteRank:
     # -- the clock loop -----------------------------------------------------------------
 
     def run(self) -> None:
-        step = self._restore()
+        step, joined = self._restore(), True
         if self.ctx.job.geo is not None:
-            step = self._join_geo(step)
-        if self.rank == 0:
-            self._emit(self._started(step))
-        for work in _batch(self._distribute_params()):  # initial or restored parameters
-            _wait(work, f"rank {self.rank} received no initial parameters")
-        step, stopped, step_times = self._train(step)
-        if step % self.ctx.job.checkpoint_every != 0:
-            self._checkpoint(step)
+            step, joined = self._join_geo(step)
+        if joined:
+            if self.rank == 0:
+                self._emit(self._started(step))
+            for work in _batch(self._distribute_params()):  # initial or restored parameters
+                _wait(work, f"rank {self.rank} received no initial parameters")
+            step, stopped, step_times = self._train(step)
+            if step % self.ctx.job.checkpoint_every != 0:
+                self._checkpoint(step)
+        else:
+            # Stopped while waiting on its mirrors: nothing trained, and its checkpoint stays
+            # the one it resumed from (a replica half taken up is not one to resume).
+            stopped, step_times = True, []
         if self.ctx.job.geo is not None:
             self._leave_geo(stopped)
         stats = RankStats(
@@ -436,26 +441,33 @@ class SiteRank:
 
     # -- the geo tier ---------------------------------------------------------------
 
-    def _join_geo(self, step: int) -> int:
+    def _join_geo(self, step: int) -> tuple[int, bool]:
         """Connect every shard to its mirrors; a resumed site first adopts their replica.
 
-        Returns the clock to go on from, the same on every rank of the site.
+        Returns the clock to go on from, the same on every rank of the site, and whether the
+        site joined (False: it was told to stop while waiting, e.g. cancelled because the
+        others finished the job while it was away and nothing is left to rejoin).
         """
+        joined = True
         for shard in self.shards:
             self._to_host(shard)  # the restored replica
             shard.mirror.start(rejoin=self.ctx.resume)
-            shard.mirror.sync()
+            joined = joined and shard.mirror.sync(stopping=self.stop.is_set)
             self._from_host(shard)
         clock = torch.tensor(
             [max([step] + [s.mirror.policy.clock for s in self.shards])], device=self.device
         )
+        stopped = torch.tensor([0 if joined else 1], device=self.device)
         if self.ctx.world_size > 1:
             dist.all_reduce(clock, op=dist.ReduceOp.MAX)
+            dist.all_reduce(stopped, op=dist.ReduceOp.MAX)  # one rank stopping stops all
+        if stopped.item():
+            return step, False
         for shard in self.shards:
             shard.mirror.policy.clock = max(shard.mirror.policy.clock, int(clock))
             shard.barrier.clock = int(clock)
         self.events.put(GeoJoined(time=time.time(), rank=self.rank, clock=int(clock)))
-        return int(clock)
+        return int(clock), True
 
     def _leave_geo(self, stopped: bool) -> None:
         """The final sync (unless stopping early), then the final replica to every worker."""

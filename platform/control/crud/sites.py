@@ -47,6 +47,7 @@ def apply_status(session: Session, status: AgentStatus, now: datetime) -> bool:
     )
     site.duplicates = status.duplicates
     site.data_report = status.data.model_dump(mode="json") if status.data else None
+    site.device_report = status.devices.model_dump(mode="json") if status.devices else None
     site.last_seen_at = site.updated_at = now
     for report in status.jobs:
         part = session.get(JobSite, (report.job_id, status.site))

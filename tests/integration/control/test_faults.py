@@ -35,9 +35,13 @@ JOB_S = 240  # the longest a job may take here, faults included
 # classes under-learnt, which would be a property of the split rather than of the rejoin.
 # Every update crosses the WAN (threshold 0), which makes runs from one seed agree to a few
 # test images; a silent mirror stops holding the others back after 3 s (the default suits
-# real WANs).
+# real WANs). The job is long enough (about 40 s here) that the others are still training
+# when frankfurt's agent, site and ranks are back: its restart took 10 s at load 3, and a
+# site that comes back after the others finished has nothing left to rejoin.
 JOB = {
     **DIGITS_JOB,
+    "clocks": 1000,
+    "eval_every": 100,
     "partition": "iid",
     "geo": {"policy": "asp", "threshold": 0.0, "lease_s": 3.0},
 }
@@ -162,7 +166,9 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     undisturbed = results.get("undisturbed")
     if undisturbed is None:
         pytest.skip("needs the undisturbed run of this module to compare with")
-    assert abs(final_accuracy(done) - undisturbed) <= 0.01
+    # Within 2 points (7 of the 360 test images): the faults cost frankfurt some clocks,
+    # which a 1,000-clock job does not make up exactly; a lost replica would cost far more.
+    assert abs(final_accuracy(done) - undisturbed) <= 0.02
 
 
 def test_commands_lost_with_redis_are_issued_again_from_sql(

@@ -10,7 +10,14 @@ from alembic.runtime.migration import MigrationContext
 from support import NO_POSTGRES, postgres_url, require
 
 from atoll.localstack.registry import postgres_schema
-from atoll.platform.bus.messages import AgentStatus, AppliedCommand, JobReport, Telemetry
+from atoll.platform.bus.messages import (
+    AgentStatus,
+    AppliedCommand,
+    DeviceRound,
+    DeviceTierReport,
+    JobReport,
+    Telemetry,
+)
 from atoll.platform.control.crud import commands as command_store
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.crud import sites as site_store
@@ -95,6 +102,27 @@ def test_a_status_report_updates_the_site_and_its_jobs_once(database: Database) 
         site = site_store.get_site(session, "a")
         assert (site.geo_host, site.geo_ports, site.agent_state) == ("127.0.0.1", 2, "running")
         assert job_store.busy_sites(session) == {"a": job_id, "b": job_id}
+
+
+def test_a_status_report_carries_the_sites_device_rounds_to_the_api(database: Database) -> None:
+    from atoll.platform.control.api.routes.sites import _out
+
+    one = DeviceRound(
+        round=1, time=5.0, devices=3, replied=2, refused=0, dropped=1, examples=400,
+        seconds=12.5, accuracy=0.61,
+    )  # fmt: skip
+    tier = DeviceTierReport(superlink="0.0.0.0:9092", up=True, restarts=1, rounds=[one])
+    with database.writing() as session:
+        assert site_store.apply_status(session, status(1, devices=tier), utcnow())
+        session.commit()
+    with database.reading() as session:
+        out = _out(site_store.get_site(session, "a"), None)
+    assert out.devices == tier
+    with database.writing() as session:  # an agent whose site file no longer has devices
+        assert site_store.apply_status(session, status(2), utcnow())
+        session.commit()
+    with database.reading() as session:
+        assert _out(site_store.get_site(session, "a"), None).devices is None
 
 
 def test_applied_commands_are_settled_and_a_refused_start_fails_that_site(

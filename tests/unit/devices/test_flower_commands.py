@@ -12,6 +12,7 @@ from atoll.platform.devices.flower import (
     SuperLinkOptions,
     SuperNodeOptions,
     site_app,
+    superexec_command,
     superlink_command,
     supernode_command,
     write_flower_home,
@@ -30,6 +31,22 @@ def test_the_superlink_installs_nothing_and_is_insecure_only_when_asked() -> Non
     assert "--insecure" not in secure
     assert secure[secure.index("--ssl-certfile") + 1] == "s.pem"
     assert "--enable-supernode-auth" in secure
+
+
+def test_the_superexec_is_atolls_own_process_and_shares_a_secret_with_the_superlink() -> None:
+    # Its own process (`--isolation process`), so a ServerApp outlives a SuperLink restart.
+    options = SuperLinkOptions(9092, "0.0.0.0", superexec_secret=Path("secret"))
+    link = superlink_command(options)
+    assert link[link.index("--isolation") + 1] == "process"
+    assert link[link.index("--superexec-auth-secret-file") + 1] == "secret"
+    exec_ = superexec_command(options)
+    assert exec_[exec_.index("--runtime-api-address") + 1] == "127.0.0.1:9092"
+    assert exec_[exec_.index("--superexec-auth-secret-file") + 1] == "secret"
+    assert "--insecure" in exec_
+    tls = FlowerTls(Path("ca.pem"), Path("s.pem"), Path("s.key"))
+    secure = superexec_command(SuperLinkOptions(9092, "10.0.0.5", tls))
+    assert secure[secure.index("--root-certificates") + 1] == "ca.pem"
+    assert "--insecure" not in secure and "--superexec-auth-secret-file" not in secure
 
 
 def test_a_supernode_gets_its_own_port_node_config_and_key() -> None:

@@ -5,7 +5,7 @@ from typing import Annotated, cast
 from fastapi import APIRouter, Query, status
 from sqlalchemy.orm import Session
 
-from atoll.platform.bus.messages import CommandKind
+from atoll.platform.bus.messages import CommandKind, DeviceTierReport
 from atoll.platform.control.api.deps import Admin
 from atoll.platform.control.api.routes import V1, errors
 from atoll.platform.control.crud import commands as command_store
@@ -130,4 +130,7 @@ def _out(site: Site, job: str | None) -> SiteOut:
     endpoint = f"{site.geo_host}:{site.geo_port}" if site.geo_host and site.geo_port else None
     joined = site.incarnation is not None
     data = DataReport.model_validate(site.data_report) if site.data_report else None
-    return from_row(SiteOut, site, geo_endpoint=endpoint, job=job, joined=joined, data=data)
+    devices = DeviceTierReport.model_validate(site.device_report) if site.device_report else None
+    return from_row(
+        SiteOut, site, geo_endpoint=endpoint, job=job, joined=joined, data=data, devices=devices
+    )
