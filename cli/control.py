@@ -13,7 +13,7 @@ from rich.table import Table
 
 from atoll.cli import options as o
 from atoll.cli import service
-from atoll.cli.jobfile import resolve_job
+from atoll.cli.jobfile import resolve_submission
 
 if TYPE_CHECKING:
     from atoll.platform.control.client import ControlClient
@@ -85,7 +85,7 @@ def submit(
     job_options: dict[str, Any] | None = None,
 ) -> None:
     """Submit a job; prints its id (and with --watch, its progress until it ends)."""
-    spec = resolve_job(job, o.overrides(job_options or {}))
+    spec = resolve_submission(job, o.overrides(job_options or {}))
     with _client(url, token) as client:
         created = client.submit(spec.model_dump(mode="json"), name=name)
         print(created.id)

@@ -48,10 +48,23 @@ def demo(
             "in the dashboard."
         ),
     ] = False,
+    cartel: Annotated[
+        bool,
+        typer.Option(
+            "--cartel",
+            help="Run a cartel job instead: each site its own model on its own stream of "
+            "digits; Frankfurt's drifts and it fetches from a neighbour (the options above "
+            "are the geo job's).",
+        ),
+    ] = False,
 ) -> None:
     """Everything on this machine: Redis, the registry, the control plane and three edge
     agents joined by emulated WAN links (Virginia, Frankfurt, Singapore); one ASP job on
-    non-IID data, followed live; then accuracy per site and WAN bytes against BSP."""
+    non-IID data, followed live; then accuracy per site and WAN bytes against BSP.
+
+    With --cartel: one cartel job (per-site models that help each other on drift); then
+    where the drifting site fetched from, and how fast it recovered."""
+    from atoll.cli.demo_cartel import run_cartel_demo
     from atoll.localstack.deployment import AgentSpec, LocalDeployment
     from atoll.platform.control.client import ControlClient
     from atoll.platform.control.report import job_record, plot_job
@@ -62,7 +75,7 @@ def demo(
     from atoll.platform.geo.spec import GeoSpec
     from atoll.platform.net.topology import load_topology
 
-    check_dataset(dataset)  # a missing dataset fails here, before anything starts
+    check_dataset("digits" if cartel else dataset)  # a missing dataset fails here, first
     claim_run_dir(out, overwrite=True)
     console = Console(stderr=True)
     names = load_topology("three-continents").sites
@@ -97,15 +110,18 @@ def demo(
             f"control plane: [bold]{deployment.control_url}[/] (API at /docs, live events at "
             f"/v1/events); try `ATOLL_CONTROL_URL={deployment.control_url} atoll control sites`"
         )
-        with ControlClient(deployment.control_url, deployment.admin_token) as client:
-            job = client.submit(spec.model_dump(mode="json"), name="demo")
-            job = _follow(client, job, deployment.control_url, started, console)
-            samples = _history(client, job.id)
-        wall_s = time.monotonic() - started
-        record = job_record(job, wall_s)
-        plots = plot_job(job, samples, out)
-        write_json(out / "summary.json", {**record, "plots": [str(p) for p in plots]})
-        Console().print(_results(job, wall_s, plots))
+        if cartel:
+            job = run_cartel_demo(deployment, out, seed, console)
+        else:
+            with ControlClient(deployment.control_url, deployment.admin_token) as client:
+                job = client.submit(spec.model_dump(mode="json"), name="demo")
+                job = follow(client, job, deployment.control_url, started, console)
+                samples = _history(client, job.id)
+            wall_s = time.monotonic() - started
+            record = job_record(job, wall_s)
+            plots = plot_job(job, samples, out)
+            write_json(out / "summary.json", {**record, "plots": [str(p) for p in plots]})
+            Console().print(_results(job, wall_s, plots))
         finished = True
         if keep:
             console.print(
@@ -126,7 +142,7 @@ def demo(
         raise typer.Exit(1)
 
 
-def _follow(
+def follow(
     client: "ControlClient", job: "JobOut", url: str, started: float, console: Console
 ) -> "JobOut":
     def view() -> Group:
@@ -168,7 +184,9 @@ def _stop(deployment: "LocalDeployment", console: Console) -> None:
 
 
 def _results(job: "JobOut", wall_s: float, plots: list[Path]) -> Table:
-    table = Table(title=f"{job.spec.geo.label} on {job.spec.topology}: {job.state}")
+    spec = job.spec
+    where = f" on {spec.topology}" if spec.kind == "geo" else ""
+    table = Table(title=f"{spec.label}{where}: {job.state}")
     for column in ("site", "final accuracy", "WAN MB sent", "stall s", "restarts"):
         table.add_column(column, justify="left" if column == "site" else "right")
     for s in job.sites:

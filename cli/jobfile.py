@@ -1,7 +1,8 @@
 """A job spec file (`--job job.yaml`), with command-line options over it: one `GeoJob`.
 
-`atoll train`, `atoll sim` and `atoll control submit` read the same format. A bad file
-gets one error that names the file and the field.
+`atoll train`, `atoll sim` and `atoll control submit` read the same format; the control
+plane also takes a cartel job (`kind: cartel`, a `CartelJob`). A bad file gets one error
+that names the file and the field.
 """
 
 from pathlib import Path
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 from atoll.cli.errors import problems
 from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.job import GeoJob
+from atoll.platform.transfer.job import CartelJob
 
 
 def read_job_file(path: Path) -> dict[str, Any]:
@@ -49,3 +51,18 @@ def resolve_job(path: Path | None, options: dict[str, Any]) -> GeoJob:
         return GeoJob.model_validate(fields)
     except ValidationError as e:
         raise AtollError(f"{path}: {problems(e)}" if path else problems(e)) from None
+
+
+def resolve_submission(path: Path, options: dict[str, Any]) -> GeoJob | CartelJob:
+    """What `atoll control submit` sends: a geo job as `resolve_job` reads it, or a cartel
+    job, taken as the file says (the job options are a geo job's fields)."""
+    fields = read_job_file(path)
+    if fields.get("kind") != "cartel":
+        return resolve_job(path, options)
+    if options:
+        raise AtollError(f"{path} is a cartel job: the job options ({', '.join(options)}) "
+                         "are a geo job's; set its fields in the file")  # fmt: skip
+    try:
+        return CartelJob.model_validate(fields)
+    except ValidationError as e:
+        raise AtollError(f"{path}: {problems(e)}") from None

@@ -43,6 +43,9 @@ def run(
 
     if not job.is_file():
         raise AtollError(f"no job file {job}")
+    if _kind(job) == "cartel":
+        _run_cartel(job, out)
+        return
     hardware = {"device": device, "bf16": bf16}
     site_job = SiteJob.load(job).model_copy(
         update={k: v for k, v in hardware.items() if v is not None}
@@ -57,5 +60,46 @@ def run(
         summary = found
     accuracy = summary["test_accuracy"]
     print(f"{out}: {summary['status']} at step {summary['steps']}, test accuracy {accuracy}")
+    if summary["status"] == "stopped":
+        sys.exit(EXIT_ON_SIGNAL.get(str(summary["stopped_by"] or ""), 1))
+
+
+def _kind(job: Path) -> str:
+    """A cartel site's job says so; a geo site's has no `kind`."""
+    import json
+
+    try:
+        fields = json.loads(job.read_text())
+    except json.JSONDecodeError as e:
+        raise AtollError(f"{job} is not JSON: {e}") from None
+    kind = fields.get("kind", "geo") if isinstance(fields, dict) else "geo"
+    return str(kind)
+
+
+def _run_cartel(job: Path, out: Path) -> None:
+    """A cartel site: its own model on its own stream, helped by its neighbours on drift.
+    A restarted cartel site starts its model afresh (an online model keeps no checkpoint)."""
+    import logging
+
+    from pydantic import ValidationError
+
+    from atoll.cli.errors import problems
+    from atoll.edge.cartel.site import CartelSiteRun
+    from atoll.platform.core.signals import stop_signals
+    from atoll.platform.data.datasets import check_dataset
+    from atoll.platform.transfer.job import CartelSiteJob
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        site_job = CartelSiteJob.load(job)
+    except ValidationError as e:
+        raise AtollError(f"{job}: {problems(e)}") from None
+    check_dataset(site_job.job.dataset, site_job.data_dir or site_job.job.data_dir)
+    run = CartelSiteRun(site_job, out)
+    with stop_signals(run.request_stop):
+        summary = run.run()
+    accuracy, transfers = summary["test_accuracy"], summary["transfers"]
+    print(f"{out}: {summary['status']} at batch {summary['steps']}, accuracy {accuracy:.4f}, "
+          f"{transfers} transfer(s)")  # fmt: skip
     if summary["status"] == "stopped":
         sys.exit(EXIT_ON_SIGNAL.get(str(summary["stopped_by"] or ""), 1))

@@ -176,6 +176,9 @@ class EdgeAgent:
                     s.data_dir, s.threads, s.data if start.own_data else None,
                     {"device": s.device, "bf16": s.bf16},
                 )  # fmt: skip
+                if start.kind == "cartel" and self.registry is not None and s.registry_url:
+                    link = self.registry
+                    self.dirs.give_registry(job_id, s.registry_url, link.token, link.site_id)
             case steps.Launch(job_id, resume):
                 pid = self._site(job_id).start(resume)
                 self._feed(steps.Launched(job_id, pid))

@@ -205,6 +205,7 @@ class AgentCore:
             state="starting",
             created_at=at.wall,
             clocks=start.clocks,
+            kind=start.kind,
         )
         self.progress[job_id] = SiteProgress()
         effects: list[Effect] = [WriteJobFiles(job_id, start)]
@@ -377,7 +378,10 @@ class AgentCore:
             )
         )
         accuracy = progress.final_accuracy if sample == "end" else progress.accuracy
-        if self.limits.registry and sample in ("eval", "end") and accuracy is not None:
+        # A cartel site reports to the registry itself: its priors over a recent window,
+        # its drift flag, at its own pace.
+        reports = self.limits.registry and job.kind == "geo"
+        if reports and sample in ("eval", "end") and accuracy is not None:
             effects.append(
                 ReportToRegistry(
                     job.class_priors,

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from atoll.edge.ledger import CommandLedger
-from atoll.platform.bus.messages import SiteJobState
+from atoll.platform.bus.messages import JobKind, SiteJobState
 from atoll.platform.core.files import write_json, write_private
 from atoll.platform.data.schema import SiteData
 
@@ -37,6 +37,7 @@ class LocalJob(BaseModel):
     samples: int = 0
     model_signature: str = ""
     clocks: int = 0
+    kind: JobKind = "geo"
 
     @property
     def active(self) -> bool:
@@ -97,6 +98,21 @@ class StateDir:
     def site_job_file(self, job_id: str) -> Path:
         return self.job_dir(job_id) / "site-job.json"
 
+    def give_registry(self, job_id: str, url: str, token: str | None, site_id: str | None) -> None:
+        """A cartel site reports to the registry itself, as this site: its job file gets
+        the registry's address and the path of a copy of the site's token (mode 0600)."""
+        path = self.site_job_file(job_id)
+        local = json.loads(path.read_text())
+        token_file = self.job_dir(job_id) / "registry-token"
+        if token is not None:
+            write_private(token_file, token.encode())
+        local |= {
+            "registry_url": url,
+            "registry_token_file": str(token_file.resolve()) if token is not None else None,
+            "registry_site_id": site_id,
+        }
+        write_json(path, local)
+
     def write_job(
         self, job_id: str, site_job: dict[str, Any], identity_dir: Path, crl_file: Path,
         data_dir: Path | None, threads: int | None, data: SiteData | None = None,
@@ -114,13 +130,16 @@ class StateDir:
                 tls_dir=str(identity_dir.resolve()),
                 crl_file=str(crl_file.resolve()),
             )
+        if site_job.get("kind") == "cartel":  # its links are the agent's, as a geo site's
+            local |= {"tls_dir": str(identity_dir.resolve()), "crl_file": str(crl_file.resolve())}
         if data is not None:
             local["data"] = data.model_dump(mode="json")
         if data_dir is not None:
             local["data_dir"] = str(data_dir)
         if threads is not None:
             local["threads"] = threads
-        local.update(hardware or {})  # this machine's device choice
+        if site_job.get("kind") != "cartel":  # a cartel site's small online model: the CPU
+            local.update(hardware or {})  # this machine's device choice
         path = self.site_job_file(job_id)
         write_json(path, local)
         return path

@@ -34,8 +34,14 @@ class Message(BaseModel):
         return cls.model_validate_json(fields[FIELD])
 
 
+JobKind = Literal["geo", "cartel"]
+
+
 class StartJob(Message):
     job_name: str
+    # geo: a replica kept in sync with the other sites (`site_job` is a SiteJob); cartel: the
+    # site's own model, helped by its neighbours on drift (a CartelSiteJob).
+    kind: JobKind = "geo"
     # The site's SiteJob as JSON. The agent puts its own paths in (its certificate, key,
     # CA and revocation list; data); `atoll site run` validates the rest. No secret: geo
     # links authenticate with each site's own certificate.

@@ -31,8 +31,8 @@ from atoll.platform.control.liveness import LivenessBoard
 from atoll.platform.control.models import Command, Job
 from atoll.platform.control.planner import JobPlan, plan_job
 from atoll.platform.control.scheduler import PendingJob, SiteSlot, schedule
+from atoll.platform.control.schemas import parse_spec
 from atoll.platform.control.states import JobState, SiteState
-from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.database import Database
 from atoll.platform.service.live import Hub, LiveEvent
 from atoll.platform.service.sql import utcnow
@@ -147,7 +147,7 @@ class Dispatcher:
                 future = self._planner.submit(
                     plan_job,
                     job.name,
-                    GeoJob.model_validate(job.spec),
+                    parse_spec(job.spec),
                     listen,
                     self.settings.sync_timeout_s,
                 )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from atoll.platform.bus.messages import StartJob
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.site.plan import plan_site_jobs
+from atoll.platform.transfer.job import CartelJob, plan_cartel_sites
 
 
 @dataclass(frozen=True)
@@ -23,11 +24,23 @@ class JobPlan:
 
 def plan_job(
     name: str,
-    spec: GeoJob,
+    spec: GeoJob | CartelJob,
     geo_listen: dict[str, tuple[str, int]],
     sync_timeout_s: float,
 ) -> JobPlan:
-    """`geo_listen`: site -> (host, first port) its agent advertised; shard s is on port + s."""
+    """`geo_listen`: site -> (host, first port) its agent advertised; shard s is on port + s.
+    A cartel site's links to its neighbours take the first port."""
+    if isinstance(spec, CartelJob):
+        cartel_sites = plan_cartel_sites(name, spec, geo_listen)
+        return JobPlan({
+            site: StartJob(
+                job_name=name,
+                kind="cartel",
+                site_job=site_job.model_dump(mode="json"),
+                clocks=spec.batches,
+            )
+            for site, site_job in cartel_sites.items()
+        })  # fmt: skip
     endpoints = {
         site: tuple(f"wss://{host}:{port + s}" for s in range(spec.shards))
         for site, (host, port) in geo_listen.items()

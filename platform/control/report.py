@@ -7,6 +7,7 @@ from typing import Any
 
 from atoll.platform.control.schemas import JobOut, Sample
 from atoll.platform.core.plots import plot_timelines
+from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.timeline import AccuracyTimeline
 
 
@@ -17,7 +18,7 @@ def job_record(job: JobOut, wall_s: float) -> dict[str, Any]:
         "name": job.name,
         "state": job.state,
         "message": job.message,
-        "policy": job.spec.geo.label,
+        "policy": job.spec.label,
         "sites": [s.model_dump(mode="json") for s in job.sites],
         "final_accuracy": sum(finals) / len(finals) if finals else None,
         "wan_bytes": job.wan_bytes,
@@ -58,11 +59,13 @@ def plot_job(job: JobOut, samples: Sequence[Sample], out_dir: Path) -> list[Path
     import matplotlib.pyplot as plt  # after plots.py chose the file-only backend
 
     names = [s.site for s in job.sites]
+    spec = job.spec
+    where = spec.partition + ", " + spec.topology if isinstance(spec, GeoJob) else spec.scenario
     paths = [
         plot_timelines(
-            {f"{job.spec.geo.label} (real, {len(names)} sites)": timeline(names, samples)},
+            {f"{spec.label} (real, {len(names)} sites)": timeline(names, samples)},
             out_dir / "timeline.png",
-            f"{job.name}: {job.spec.dataset}, {job.spec.partition}, {job.spec.topology}",
+            f"{job.name}: {spec.dataset}, {where}",
             "wall time (s)",
         )
     ]

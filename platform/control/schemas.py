@@ -1,17 +1,53 @@
 """Request and response bodies of the control plane's API. A job is submitted as a
 `GeoJob`, the one job-spec format that `atoll train --sites`, `atoll sim` and the
-benchmarks also run; every field is described in the OpenAPI schema."""
+benchmarks also run, or as a `CartelJob` (`kind: cartel`); every field is described in
+the OpenAPI schema."""
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from atoll.platform.bus.messages import CommandKind, DeviceTierReport
 from atoll.platform.control.states import CommandState, JobState, SiteState, SiteStatus
 from atoll.platform.data.schema import DataReport
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.service.schemas import Readiness as ServiceReadiness
+from atoll.platform.transfer.job import CartelJob
+
+_KINDS: dict[str, type[GeoJob] | type[CartelJob]] = {"geo": GeoJob, "cartel": CartelJob}
+
+
+def _by_kind(spec: Any, _handler: ValidatorFunctionWrapHandler) -> GeoJob | CartelJob:
+    """Validate as the kind the spec names; one without is a geo job (every spec before
+    cartel jobs). Problems name the spec's own fields (`spec.geo.threshold`), as before."""
+    if isinstance(spec, GeoJob | CartelJob):
+        return spec
+    kind = spec.get("kind", "geo") if isinstance(spec, dict) else None
+    model = _KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise PydanticCustomError("job_kind", "a job's kind is geo (the default) or cartel")
+    return model.model_validate(spec)
+
+
+# What an operator submits: a geo job (one model, replicas kept in sync across sites) or a
+# cartel job (a model per site; sites help each other on drift).
+JobSpec = Annotated[GeoJob | CartelJob, WrapValidator(_by_kind)]
+_SPEC: TypeAdapter[GeoJob | CartelJob] = TypeAdapter(JobSpec)
+
+
+def parse_spec(stored: dict[str, Any]) -> GeoJob | CartelJob:
+    return _SPEC.validate_python(stored)
+
 
 JobName = Annotated[
     str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -22,9 +58,11 @@ class JobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: JobName | None = Field(None, description="For people; default job-<id prefix>.")
-    spec: GeoJob = Field(
-        description="What to train and how: dataset, partition, model, topology (whose site "
-        "names are the edge agents it runs on), geo policy and its parameters, clocks."
+    spec: JobSpec = Field(
+        description="What to train and how. A geo job (`kind: geo`, the default): dataset, "
+        "partition, model, topology (whose site names are the edge agents it runs on), geo "
+        "policy and its parameters, clocks. A cartel job (`kind: cartel`): the sites, each "
+        "training its own model on its stream, the scenario, and Cartel's options."
     )
 
 
@@ -49,7 +87,7 @@ class JobOut(BaseModel):
     name: str
     state: JobState
     message: str | None = Field(description="why it waits, or how it ended")
-    spec: GeoJob
+    spec: JobSpec
     sites: list[JobSiteOut]
     params: int | None = Field(description="model parameters (known once planned)")
     wan_bytes: int = Field(description="bytes sent between sites so far")

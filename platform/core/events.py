@@ -2,7 +2,8 @@
 
 Three logs hold them, one JSON object a line (runlog.py writes and reads them):
 - a site's `log.jsonl` (`atoll site run`): its ranks' events, relayed by the site's
-  parent process, and `failed` when the site stops on an error;
+  parent process, and `failed` when the site stops on an error; a cartel site's own
+  events (drift, neighbours, transfers) besides its steps and evaluations;
 - a geo job's `log.jsonl` (`atoll train --sites N`): what the launcher did to its sites;
 - a simulation's `log.jsonl` (`atoll sim`): the accuracy timeline, in virtual time.
 `error` and `rank_stats` go only from a rank to its site's parent, and `progress` only
@@ -239,6 +240,49 @@ class DeviceRoundDone(EventModel):
     wan_bytes: int = 0  # sent by this site since its start
 
 
+# -- a cartel site (per-site model, collaborative transfer) ---------------------------------
+
+CartelHappening = Literal[
+    "drift",  # its drift detector fired
+    "neighbours",  # the registry named the sites to fetch from
+    "refused",  # it would not merge a part (signature, shape, NaN or infinity): model kept
+    # A neighbour declined (not good on the drifted classes), did not answer in time, or
+    # its link failed: the next one.
+    "fetch-failed",
+    "gave-up",  # no neighbour left: training alone
+    "registry-down",  # a report or query got no answer: training alone, catching up later
+    "registry-up",
+]
+
+
+class CartelNoted(EventModel):
+    """What a cartel site decided or met, in the words of its log line."""
+
+    kind: Literal["cartel"] = "cartel"
+    time: float
+    step: int  # batches done
+    happening: CartelHappening
+    message: str
+    sites: list[str] = Field(default_factory=list)  # the neighbours, or the one concerned
+    classes: list[int] = Field(default_factory=list)  # the drifted classes
+    detector: str | None = None
+
+
+class CartelTransferred(EventModel):
+    """A part fetched from a neighbour and merged into the site's model."""
+
+    kind: Literal["cartel_transfer"] = "cartel_transfer"
+    time: float
+    step: int
+    source: str
+    source_version: int
+    part: str  # rows (logistic regression) or head (the CNN's classifier)
+    classes: list[int]
+    merge: str
+    bytes: int  # the part as it crossed the link
+    version: int  # the site's model version after the merge
+
+
 # -- the simulator (virtual time) ----------------------------------------------------------
 
 
@@ -283,7 +327,8 @@ RankEvent = (
     | TrainingFinished
     | DeviceRoundDone
 )
-SiteEvent = RankEvent | TrainingFailed  # a site's log
+CartelEvent = CartelNoted | CartelTransferred
+SiteEvent = RankEvent | CartelEvent | TrainingFailed  # a site's log
 RankMessage = RankEvent | RankFailed | RankStats  # from a rank to its site's parent
 LaunchEvent = SiteLaunched | SiteDied | SiteAbandoned | SiteProgressed
 SimEvent = SimSiteDone | SimDiverged | TimelinePoint

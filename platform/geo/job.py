@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 class GeoJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # The control plane also runs cartel jobs (platform/transfer/job.py); a spec without a
+    # kind is a geo job, as every spec was before there were two.
+    kind: Literal["geo"] = "geo"
     # `emulated`: one public dataset (`dataset`) split across the sites by `partition`, each
     # site deriving its own share where it runs. `site`: every site trains on the data its
     # own site.yaml names, which must have the job's schema.
@@ -49,6 +52,10 @@ class GeoJob(BaseModel):
     lan_links: bool = Field(
         False, description="carry every policy's traffic over LAN links (ablations: no delay)"
     )
+
+    @property
+    def label(self) -> str:
+        return self.geo.label
 
     @property
     def expected_schema(self) -> DataSchema:

@@ -57,6 +57,12 @@ class TlsConfig:
         default_factory=_Revocations, init=False, compare=False, repr=False
     )
 
+    @classmethod
+    def for_site(cls, folder: Path, site: str, crl_file: Path | None) -> "TlsConfig":
+        """A site's identity as its agent keeps it: ca.pem, <site>.pem, <site>.key."""
+        key, cert = folder / f"{site}.key", folder / f"{site}.pem"
+        return cls(folder / "ca.pem", cert, key, crl_file=crl_file)
+
     def server_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._load(context)

@@ -65,13 +65,7 @@ class GeoMirror:
         }
         tls = None
         if config.tls_dir is not None:
-            d = config.tls_dir
-            tls = TlsConfig(
-                d / "ca.pem",
-                d / f"{config.site}.pem",
-                d / f"{config.site}.key",
-                crl_file=config.crl_file,
-            )
+            tls = TlsConfig.for_site(config.tls_dir, config.site, config.crl_file)
         directory = {site: urls[shard] for site, urls in config.endpoints.items()}
         self.endpoint = SiteEndpoint(
             config.site,

@@ -41,6 +41,15 @@ class NeighboursFound:
 
 
 @dataclass(frozen=True)
+class NeighboursRanked:
+    """Candidates a registry has already chosen: same signature, live, nearest first by
+    Jensen-Shannon divergence. A registry keeps no per-class accuracy, so each giver
+    checks its own on the drifted classes (messages.declines) and may decline."""
+
+    reports: Sequence[SiteReport]
+
+
+@dataclass(frozen=True)
 class NeighboursFailed:
     reason: str
 
@@ -56,7 +65,15 @@ class FetchFailed:
     reason: str
 
 
-Input = BatchScored | ReportSent | NeighboursFound | NeighboursFailed | PartArrived | FetchFailed
+Input = (
+    BatchScored
+    | ReportSent
+    | NeighboursFound
+    | NeighboursRanked
+    | NeighboursFailed
+    | PartArrived
+    | FetchFailed
+)
 
 # Effects
 
@@ -223,8 +240,8 @@ class CartelSite:
             return self._batch(event)
         if isinstance(event, ReportSent):
             return self._report_sent(event)
-        if isinstance(event, NeighboursFound):
-            return self._neighbours(event.reports)
+        if isinstance(event, NeighboursFound | NeighboursRanked):
+            return self._neighbours(event)
         if isinstance(event, NeighboursFailed):
             return self._give_up(f"no neighbours: {event.reason}", "registry-down")
         if isinstance(event, PartArrived):
@@ -305,12 +322,15 @@ class CartelSite:
             AskNeighbours(priors, self.drifted, self.signature),
         ]
 
-    def _neighbours(self, reports: Sequence[SiteReport]) -> list[Effect]:
+    def _neighbours(self, found: NeighboursFound | NeighboursRanked) -> list[Effect]:
         if self.phase != "asking":
             return []
+        if isinstance(found, NeighboursRanked):
+            ranked = [r for r in found.reports if r.site != self.site]
+            return self._try(ranked[: self.config.k])
         config = self.config
-        self.candidates = choose_neighbours(
-            reports,
+        candidates = choose_neighbours(
+            found.reports,
             asking=self.site,
             priors=self.priors(),
             signature=self.signature,
@@ -321,6 +341,10 @@ class CartelSite:
             k=config.k,
             rng=self.rng if config.neighbour_choice == "random" else None,
         )
+        return self._try(candidates)
+
+    def _try(self, candidates: list[SiteReport]) -> list[Effect]:
+        self.candidates = candidates
         names = [r.site for r in self.candidates]
         log = Log("neighbours", f"neighbours for {list(self.drifted)}: {names}", {"sites": names})
         return [log, *self._next_fetch()]
@@ -342,7 +366,11 @@ class CartelSite:
             return []
         if self.candidates[0].site == event.source:
             self.candidates.pop(0)
-        log = Log("fetch-failed", f"fetch from {event.source} failed: {event.reason}; next")
+        log = Log(
+            "fetch-failed",
+            f"fetch from {event.source} failed: {event.reason}; next",
+            {"source": event.source},
+        )
         return [log, *self._next_fetch()]
 
     def _part(self, part: ModelPart) -> list[Effect]:

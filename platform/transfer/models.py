@@ -36,6 +36,7 @@ class OnlineModel:
         self.optimizer = torch.optim.SGD(self.module.parameters(), lr=LEARNING_RATES[name])
         self.signature = f"{name}:{model_signature(self.module)}"
         self.kind = "rows" if name == "logreg" else "head"
+        self.last_loss = float("nan")  # of the latest batch trained on
 
     def score_then_train(self, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
         """Which samples the model got right before it trained on them."""
@@ -43,6 +44,7 @@ class OnlineModel:
         logits = self.module(x)
         correct = (logits.argmax(dim=1) == y).numpy()
         loss = nn.functional.cross_entropy(logits, y)
+        self.last_loss = loss.item()
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()

@@ -42,10 +42,17 @@ def divergence(p: Sequence[float], q: Sequence[float]) -> float:
 
 
 def good_on(report: SiteReport, classes: Sequence[int], min_accuracy: float) -> bool:
+    return accurate_on(report.class_accuracy, classes, min_accuracy)
+
+
+def accurate_on(
+    class_accuracy: Sequence[float | None], classes: Sequence[int], min_accuracy: float
+) -> bool:
+    """At least `min_accuracy` on every one of `classes` (a class too rarely seen: no)."""
     for c in classes:
-        if c >= len(report.class_accuracy):
+        if c >= len(class_accuracy):
             return False
-        accuracy = report.class_accuracy[c]
+        accuracy = class_accuracy[c]
         if accuracy is None or accuracy < min_accuracy:
             return False
     return True

@@ -8,9 +8,10 @@ from support import REPO_ROOT
 from support import atoll_in_process as atoll
 
 from atoll.cli import options as o
-from atoll.cli.jobfile import resolve_job
+from atoll.cli.jobfile import resolve_job, resolve_submission
 from atoll.platform.core.errors import AtollError
 from atoll.platform.geo.job import GeoJob
+from atoll.platform.transfer.job import CartelJob
 
 EXAMPLES = sorted((REPO_ROOT / "examples" / "jobs").glob("*.yaml"))
 
@@ -23,9 +24,22 @@ def write(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_every_example_job_file_is_a_valid_job(example: Path) -> None:
-    job = resolve_job(example, {})
+    job = resolve_submission(example, {})
+    if isinstance(job, CartelJob):
+        assert len(job.sites) >= 2
+        return
     assert len(job.topologies()[0].sites) >= 2
     job.partition_spec()
+
+
+def test_a_cartel_job_file_takes_no_geo_options(tmp_path: Path) -> None:
+    path = write(tmp_path, "kind: cartel\nsites: [a, b]\n")
+    assert resolve_submission(path, {}) == CartelJob(sites=("a", "b"))
+    with pytest.raises(AtollError, match=r"a cartel job: the job options \(clocks\) are a geo"):
+        resolve_submission(path, o.overrides({"clocks": 5}))
+    bad = write(tmp_path, "kind: cartel\nsites: [a]\n")
+    with pytest.raises(AtollError, match="sites: Tuple should have at least 2 items"):
+        resolve_submission(bad, {})
 
 
 def test_there_are_example_job_files() -> None:

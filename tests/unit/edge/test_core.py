@@ -426,6 +426,17 @@ def test_without_a_registry_nothing_is_reported_to_one() -> None:
     assert not any(isinstance(e, steps.ReportToRegistry) for e in effects)
 
 
+def test_a_cartel_site_reports_to_the_registry_itself_not_through_its_agent() -> None:
+    core = agent()
+    cartel = START.model_copy(update={"kind": "cartel"})
+    core.handle(arrived("start_job", start=cartel))
+    assert core.file.jobs["j1"].kind == "cartel"
+    evaluated = Evaluated(time=3.0, step=3, test_accuracy=0.5, test_loss=1.0)
+    effects = core.handle(steps.SiteLogged("j1", evaluated, at()))
+    assert telemetry(effects) == ["eval"]  # the control plane still follows it
+    assert not any(isinstance(e, steps.ReportToRegistry) for e in effects)
+
+
 def test_the_registry_id_it_learns_is_saved() -> None:
     core = agent()
     assert core.handle(steps.RegistryJoined("site-1")) == [steps.SaveState()]

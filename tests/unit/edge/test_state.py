@@ -3,6 +3,7 @@ import stat
 from pathlib import Path
 
 from atoll.edge.state import AgentFile, LocalJob, StateDir
+from atoll.platform.transfer.job import CartelJob, CartelSiteJob
 
 
 def test_a_job_is_written_with_this_machines_paths_and_the_sites_own_identity(
@@ -27,6 +28,23 @@ def test_a_job_is_written_with_this_machines_paths_and_the_sites_own_identity(
 def test_a_site_that_trains_alone_has_no_geo_section_to_fill(tmp_path: Path) -> None:
     path = StateDir(tmp_path).write_job("j1", {"geo": None}, tmp_path, tmp_path, None, None)
     assert json.loads(path.read_text()) == {"geo": None}
+
+
+def test_a_cartel_site_gets_the_agents_identity_and_registry_access(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    identity = tmp_path / "state" / "identity"
+    job = CartelSiteJob(job_name="j", site="a", job=CartelJob(sites=("a", "b")),
+                        endpoints={"a": "wss://h:1", "b": "wss://h:2"})  # fmt: skip
+    state.write_job("j1", job.model_dump(mode="json"), identity, identity / "crl.pem", None, 2,
+                    hardware={"device": "cuda", "bf16": True})  # fmt: skip
+    state.give_registry("j1", "http://registry", "atoll_secret", "r1")
+    written = CartelSiteJob.load(state.site_job_file("j1"))  # what `atoll site run` reads
+    assert written.tls_dir == identity.resolve() and written.threads == 2
+    assert (written.registry_url, written.registry_site_id) == ("http://registry", "r1")
+    token = written.registry_token_file
+    assert token is not None and token.read_text() == "atoll_secret"
+    assert token.stat().st_mode & 0o777 == 0o600
+    assert "atoll_secret" not in state.site_job_file("j1").read_text()
 
 
 def test_the_agents_state_and_token_survive_a_restart(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from atoll.platform.transfer.core import (
     MergePart,
     NeighboursFailed,
     NeighboursFound,
+    NeighboursRanked,
     PartArrived,
     RecordLineage,
     ReportSent,
@@ -230,3 +231,28 @@ def test_one_drift_starts_one_transfer() -> None:
 def test_mismatched_batch_is_an_error() -> None:
     with pytest.raises(ValueError, match="labels"):
         site().handle(batch(0.0, [0, 1], [True]))
+
+
+def test_registry_ranked_neighbours_are_tried_in_its_order_without_self_up_to_k() -> None:
+    core = drifted_site()
+    ranked = [neighbour("me"), neighbour("far", accuracy_2=None), neighbour("b"), neighbour("c")]
+    effects = site_handles(core, NeighboursRanked(ranked), k=2)
+    # Per-class accuracy is the giver's to check: "far" is tried though it reported none.
+    assert [e.source.site for e in of(FetchPart, effects)] == ["far"]  # type: ignore[attr-defined]
+    assert [r.site for r in core.candidates] == ["far", "b"]
+    fail = core.handle(FetchFailed("far", "declined: not good on the drifted classes"))
+    assert [e.source.site for e in of(FetchPart, fail)] == ["b"]  # type: ignore[attr-defined]
+    logged = of(Log, fail)
+    assert logged[0].fields == {"source": "far"}  # type: ignore[attr-defined]
+
+
+def test_registry_ranked_neighbours_when_not_asking_change_nothing() -> None:
+    core = site()
+    steady(core, 5)
+    assert core.handle(NeighboursRanked([neighbour("b")])) == []
+    assert core.phase == "training"
+
+
+def site_handles(core: CartelSite, event: NeighboursRanked, k: int) -> list[Effect]:
+    core.config = core.config.model_copy(update={"k": k})
+    return core.handle(event)

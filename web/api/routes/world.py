@@ -29,10 +29,14 @@ def world_map(request: Request, web: AppDep, session: SessionDep, job: str = "")
             raise HTTPException(404, f"no job {job}") from e
     if chosen is not None and chosen.value is not None:
         spec = chosen.value.spec
-        try:
-            topology = spec.topologies()[1]
-        except AtollError as e:
-            topology, note = None, f"the job's topology cannot be read here: {e}"
+        topology = None
+        if spec.kind == "cartel":
+            note = "a cartel job has no WAN topology: its sites fetch parts from neighbours"
+        else:
+            try:
+                topology = spec.topologies()[1]
+            except AtollError as e:
+                note = f"the job's topology cannot be read here: {e}"
         names = [p.site for p in chosen.value.sites]
         parts = {p.site: p for p in chosen.value.sites}
         placed = geomap.lay_out(

@@ -8,8 +8,7 @@ from sqlalchemy.orm import Session
 
 from atoll.platform.control.crud import jobs as job_store
 from atoll.platform.control.models import Job, JobSite, Site
-from atoll.platform.control.schemas import JobOut, JobSiteOut
-from atoll.platform.geo.job import GeoJob
+from atoll.platform.control.schemas import JobOut, JobSiteOut, parse_spec
 from atoll.platform.service.schemas import error_docs, from_row
 
 V1 = "/v1"
@@ -48,7 +47,7 @@ def _job_out(job: Job, parts: Sequence[JobSite], online: dict[str, bool]) -> Job
     return from_row(
         JobOut,
         job,
-        spec=GeoJob.model_validate(job.spec),
+        spec=parse_spec(job.spec),
         sites=[from_row(JobSiteOut, p, online=bool(online.get(p.site))) for p in parts],
         wan_bytes=sum(p.wan_bytes for p in parts),
         bsp_wan_bytes=None if job.bsp_bytes_per_clock is None else job.bsp_bytes_per_clock * clock,

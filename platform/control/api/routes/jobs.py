@@ -31,6 +31,7 @@ from atoll.platform.data.schema import DataReport
 from atoll.platform.service.deps import ReadSession, WriteSession
 from atoll.platform.service.errors import Conflict, Invalid, NotFound
 from atoll.platform.service.sql import utcnow
+from atoll.platform.transfer.job import CartelJob
 
 router = APIRouter(prefix=f"{V1}/jobs", tags=["jobs"])
 commands_router = APIRouter(prefix=f"{V1}/commands", tags=["jobs"])
@@ -45,24 +46,29 @@ Limit = Annotated[int, Query(ge=1, le=500, description="At most this many.")]
     summary="Submit a job",
 )
 def submit(body: JobCreate, session: WriteSession) -> JobOut:
-    """The job waits (`pending`) until every site its topology names has an agent that is
-    online, active and free; then each site gets its part as a command, and the job runs."""
+    """The job waits (`pending`) until every site its topology (a cartel job: its `sites`)
+    names has an agent that is online, active and free; then each site gets its part as a
+    command, and the job runs."""
     spec = body.spec
-    try:
-        sites = spec.topologies()[0].sites
-        spec.partition_spec()
-    except AtollError as e:
-        raise Invalid(str(e), "spec", "body") from e
-    if spec.data == "site":
-        problems = schema_problems(spec.expected_schema, _data_reports(session, sites))
-        if problems:
-            raise Invalid(problems, "spec", "body")
+    if isinstance(spec, CartelJob):
+        sites, shards = spec.sites, 1  # a cartel site links to its neighbours on one port
+    else:
+        try:
+            sites = spec.topologies()[0].sites
+            spec.partition_spec()
+        except AtollError as e:
+            raise Invalid(str(e), "spec", "body") from e
+        if spec.data == "site":
+            problems = schema_problems(spec.expected_schema, _data_reports(session, sites))
+            if problems:
+                raise Invalid(problems, "spec", "body")
+        shards = spec.shards
     job = job_store.create_job(
         session,
         body.name,
         spec.model_dump(mode="json"),
         sites,
-        spec.shards,
+        shards,
         spec.clocks,
         utcnow(),
     )
