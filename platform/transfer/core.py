@@ -179,7 +179,7 @@ class CartelSite:
         error_share = now_wrong / max(now_wrong.sum(), 1)
         poor = []
         for c in range(self.num_classes):
-            if now_seen[c] < 2 or error_share[c] < 0.1:
+            if now_seen[c] < 3 or error_share[c] < 0.1:
                 continue
             accuracy = 1 - now_wrong[c] / now_seen[c]
             if accuracy >= self.config.poor_class_accuracy:
@@ -192,8 +192,8 @@ class CartelSite:
             )
             if rose or lost:
                 poor.append(c)
-        if not poor and now_wrong.sum() > 0:  # error rose but no class stands out: the worst
-            poor = [int(np.argmax(now_wrong))]
+        # Error rose but no class stands out: noise on a small batch, not drift. Asking
+        # on it cost a part per false alarm and a cooldown that could hide a real drift.
         return poor
 
     def accuracy(self) -> float:
@@ -290,6 +290,15 @@ class CartelSite:
 
     def _drift(self) -> list[Effect]:
         poor = self.drifted_classes()
+        if not poor:
+            return [
+                Log(
+                    "drift-noise",
+                    f"{self.detector.name} fired at batch {self.batches} but no class "
+                    "stands out; not asking",
+                    {"detector": self.detector.name},
+                )
+            ]
         self.drifted = tuple(poor)
         self.drift_flag = True
         self.phase = "asking"
@@ -332,9 +341,13 @@ class CartelSite:
         return [FetchPart(self.candidates[0], self.wanted_classes())]
 
     def wanted_classes(self) -> tuple[int, ...]:
-        """The drifted classes and the others the site now sees: rows trained side by side
-        in the neighbour's model fit together better than the drifted rows alone."""
-        now = [c for c, p in enumerate(self.priors()) if p >= self.config.min_class_share]
+        """The drifted classes and the others the site sees since the drift (the drift
+        window): rows trained side by side in the neighbour's model fit together better
+        than the drifted rows alone. Not the whole priors window: at detection it still
+        holds the classes that just went away, rows the merge would not use."""
+        seen, _ = _tally(list(self._scored)[-self.config.drift_window :], self.num_classes)
+        share = seen / max(seen.sum(), 1)
+        now = [c for c in range(self.num_classes) if share[c] >= self.config.min_class_share]
         return tuple(sorted(set(now) | set(self.drifted)))
 
     def _fetch_failed(self, event: FetchFailed) -> list[Effect]:

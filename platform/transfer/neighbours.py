@@ -42,13 +42,16 @@ def divergence(p: Sequence[float], q: Sequence[float]) -> float:
 
 
 def good_on(report: SiteReport, classes: Sequence[int], min_accuracy: float) -> bool:
+    """The site knows every class (reported an accuracy on it) and its mean accuracy
+    over them is at least `min_accuracy`. The mean, not each one: a class that is hard
+    everywhere (Fashion-MNIST's shirt) would otherwise rule out every neighbour."""
+    known = []
     for c in classes:
-        if c >= len(report.class_accuracy):
+        accuracy = report.class_accuracy[c] if c < len(report.class_accuracy) else None
+        if accuracy is None:
             return False
-        accuracy = report.class_accuracy[c]
-        if accuracy is None or accuracy < min_accuracy:
-            return False
-    return True
+        known.append(accuracy)
+    return bool(known) and sum(known) / len(known) >= min_accuracy
 
 
 def choose_neighbours(

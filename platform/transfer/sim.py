@@ -263,10 +263,7 @@ class CartelSimulation:
         accuracy: list[list[float]] = [[] for _ in self.streams]
         for batch in range(s.batches):
             self.batch = batch
-            # Messages in flight arrive in their own time, replies to them too, up to now.
-            while self.queue and self.queue[0][0] <= batch * s.batch_seconds:
-                self.now, _, site, event = heapq.heappop(self.queue)
-                self._apply(site, self.cores[site].handle(event))
+            self._arrive(batch * s.batch_seconds, inclusive=True)
             self.now = batch * s.batch_seconds
             for i, sampler in enumerate(self.samplers):
                 x, y = sampler.batch(batch, s.batch_size)
@@ -281,6 +278,12 @@ class CartelSimulation:
                         event = BatchScored(self.now, y.tolist(), correct.tolist())
                         self._apply(i, self.cores[i].handle(event))
                 self.train_s[i] += time.perf_counter() - tick
+            # A site's accuracy for second `batch` is that of the model it holds at the
+            # end of that second: what arrived within it (a neighbour's part, 0.2 s after
+            # a drift) counts, as it serves the rest of the second.
+            self._arrive((batch + 1) * s.batch_seconds, inclusive=False)
+            self.now = batch * s.batch_seconds
+            for i, sampler in enumerate(self.samplers):
                 tx, ty = sampler.test_set(batch)
                 acc = self.models[i].evaluate(tx, ty)
                 accuracy[i].append(acc)
@@ -315,6 +318,14 @@ class CartelSimulation:
             query_ms=self.query_ms,
             duration_s=time.perf_counter() - started,
         )
+
+    def _arrive(self, until_s: float, inclusive: bool) -> None:
+        """Messages in flight arrive in their own time, replies to them too, up to until_s."""
+        while self.queue and (
+            self.queue[0][0] <= until_s if inclusive else self.queue[0][0] < until_s
+        ):
+            self.now, _, site, event = heapq.heappop(self.queue)
+            self._apply(site, self.cores[site].handle(event))
 
     def _sync(self) -> None:
         size = self.models[0].size_bytes()
