@@ -11,11 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import poisson
 
 from atoll.platform.transfer.config import CartelConfig
 from atoll.platform.transfer.drift import Detector, make_detector
 from atoll.platform.transfer.neighbours import SiteReport, choose_neighbours, divergence
 from atoll.platform.transfer.parts import ModelPart, PartRefused, check_part
+
+RARE = 0.001  # a class count this unlikely under the old priors means they changed
 
 # Inputs
 
@@ -139,6 +142,7 @@ class CartelSite:
         self.drifted: tuple[int, ...] = ()
         self.candidates: list[SiteReport] = []
         self.last_reported: tuple[float, ...] | None = None
+        self.last_reported_accuracy = 0.0
         self.last_report_batch = 0
         self.report_pending = False
         self.registry_down = False
@@ -179,12 +183,19 @@ class CartelSite:
         error_share = now_wrong / max(now_wrong.sum(), 1)
         poor = []
         for c in range(self.num_classes):
-            if now_seen[c] < 3 or error_share[c] < 0.1:
+            if now_seen[c] < 2 or error_share[c] < 0.1:
                 continue
             accuracy = 1 - now_wrong[c] / now_seen[c]
             if accuracy >= self.config.poor_class_accuracy:
                 continue
-            rose = share_now[c] >= 1.5 * share_before[c]
+            # Rose: this many samples would be rare (p < 0.001) at the class's share
+            # before. A tail class (2%) seen 3 times in 20 samples happens every few
+            # hundred batches per class and site: a false alarm that would cost a part.
+            expected = share_before[c] * now_seen.sum()
+            rose = (
+                share_now[c] >= 1.5 * share_before[c]
+                and float(poisson.sf(now_seen[c] - 1, expected)) < RARE
+            )
             lost = (  # a drop measured on too few samples is noise
                 now_seen[c] >= 10
                 and before_seen[c] >= 10
@@ -262,14 +273,18 @@ class CartelSite:
         every = self.config.report_every
         if every and self.batches - self.last_report_batch >= every:
             return True
+        if self.last_reported is None:
+            return True
+        moved = self.config.accuracy_move_threshold
+        if moved is not None and abs(self.accuracy() - self.last_reported_accuracy) > moved:
+            return True  # neighbours are chosen by reported accuracy: keep it fresh
         threshold = self.config.prior_move_threshold
-        if threshold is not None and self.last_reported is not None:
-            return divergence(self.priors(), self.last_reported) > threshold
-        return self.last_reported is None
+        return threshold is not None and divergence(self.priors(), self.last_reported) > threshold
 
     def _send_report(self) -> SendReport:
         report = self.report()
         self.last_reported = report.class_priors
+        self.last_reported_accuracy = report.accuracy
         self.last_report_batch = self.batches
         self.report_pending = False
         self.reports_sent += 1

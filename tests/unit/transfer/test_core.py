@@ -23,7 +23,12 @@ from atoll.platform.transfer.parts import ModelPart
 
 SHAPES = {"linear.weight": (4, 3), "linear.bias": (4,)}
 CONFIG = CartelConfig(
-    report_every=5, prior_move_threshold=None, drift_window=2, accuracy_window=10, warmup=0
+    report_every=5,
+    prior_move_threshold=None,
+    accuracy_move_threshold=None,
+    drift_window=2,
+    accuracy_window=10,
+    warmup=0,
 )
 
 
@@ -113,6 +118,13 @@ def test_reports_when_the_priors_move() -> None:
     assert len(of(SendReport, quiet)) == 1
     moved = [e for i in range(3) for e in core.handle(batch(20.0 + i, [3] * 10, [True] * 10))]
     assert of(SendReport, moved)
+
+
+def test_reports_when_the_accuracy_moves() -> None:
+    core = site(CONFIG.model_copy(update={"report_every": 0, "accuracy_move_threshold": 0.05}))
+    assert len(of(SendReport, steady(core, 8))) == 1  # 0.9 right throughout: no news
+    better = [e for i in range(6) for e in core.handle(batch(20.0 + i, [0, 1] * 5, [True] * 10))]
+    assert of(SendReport, better)
 
 
 def test_steady_error_does_not_fire() -> None:
@@ -230,3 +242,42 @@ def test_one_drift_starts_one_transfer() -> None:
 def test_mismatched_batch_is_an_error() -> None:
     with pytest.raises(ValueError, match="labels"):
         site().handle(batch(0.0, [0, 1], [True]))
+
+
+def test_a_rise_in_error_with_no_class_standing_out_asks_nobody() -> None:
+    """Noise: the error rises (0.1 to 0.4) but spread over the classes the site always
+    saw, none of them poor (each right 3 times in 5)."""
+    core = site()
+    steady(core, 10)
+    effects: list[Effect] = []
+    for i in range(10, 12):
+        labels = [0, 1] * 5
+        effects += core.handle(batch(float(i), labels, [j < 6 for j in range(10)]))
+    assert not of(AskNeighbours, effects)
+    events = [e.event for e in of(Log, effects) if isinstance(e, Log)]
+    assert events and set(events) == {"drift-noise"}
+    assert core.phase == "training"
+    assert of(AskNeighbours, drift(core, 12)), "a real drift right after still asks"
+
+
+def test_a_rare_class_seen_a_little_more_is_not_drift() -> None:
+    """A class at a 2% share seen twice in 20 samples: likely enough (p ~ 0.06)."""
+    core = site()
+    for i in range(10):  # class 3 once in 50 samples
+        labels = [0, 1] * 5 if i % 5 else [0, 1, 3, 0, 1, 0, 1, 0, 1, 0]
+        core.handle(batch(float(i), labels, [lbl != 3 for lbl in labels]))
+    labels = [0, 1, 3, 0, 1, 0, 1, 0, 1, 0]
+    core.handle(batch(10.0, labels, [lbl != 3 and j > 2 for j, lbl in enumerate(labels)]))
+    effects = core.handle(batch(11.0, labels, [lbl != 3 and j > 2 for j, lbl in enumerate(labels)]))
+    assert core.drifted_classes() == []
+    assert not of(AskNeighbours, effects)
+
+
+def test_the_part_holds_the_classes_since_the_drift_not_those_gone() -> None:
+    core = site()
+    for i in range(10):  # classes 0 and 3
+        core.handle(batch(float(i), [0, 3] * 5, [True] * 10))
+    for i in range(10, 12):  # class 3 gone, 1 and 2 new and always wrong
+        labels = [0, 1, 2, 1, 2, 1, 2, 1, 2, 0]
+        core.handle(batch(float(i), labels, [lbl == 0 for lbl in labels]))
+    assert core.wanted_classes() == (0, 1, 2)
