@@ -194,7 +194,7 @@ class CartelSite:
             expected = share_before[c] * now_seen.sum()
             rose = (
                 share_now[c] >= 1.5 * share_before[c]
-                and float(poisson.sf(now_seen[c] - 1, expected)) < RARE
+                and float(poisson.sf(now_seen[c] - 1, expected)) < RARE / self.num_classes
             )
             lost = (  # a drop measured on too few samples is noise
                 now_seen[c] >= 10
@@ -353,7 +353,19 @@ class CartelSite:
         if not self.candidates:
             return self._give_up("no neighbour left to fetch from", "gave-up")
         self.phase = "fetching"
-        return [FetchPart(self.candidates[0], self.wanted_classes())]
+        source = self.candidates[0]
+        return [FetchPart(source, self.classes_from(source))]
+
+    def classes_from(self, source: SiteReport) -> tuple[int, ...]:
+        """The wanted classes the source has trained on (its report counts its samples),
+        and the drifted ones whatever it says: a row it never trained carries nothing a
+        merge could use, only bytes (and `replace` would overwrite a good row with it)."""
+        known = source.class_samples
+        return tuple(
+            c
+            for c in self.wanted_classes()
+            if c in self.drifted or (c < len(known) and known[c] > 0)
+        )
 
     def wanted_classes(self) -> tuple[int, ...]:
         """The drifted classes and the others the site sees since the drift (the drift

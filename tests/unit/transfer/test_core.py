@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -281,3 +283,15 @@ def test_the_part_holds_the_classes_since_the_drift_not_those_gone() -> None:
         labels = [0, 1, 2, 1, 2, 1, 2, 1, 2, 0]
         core.handle(batch(float(i), labels, [lbl == 0 for lbl in labels]))
     assert core.wanted_classes() == (0, 1, 2)
+
+
+def test_asks_only_for_rows_the_neighbour_trained_and_the_drifted_ones() -> None:
+    core = drifted_site()  # wants classes 0, 1 and 2; 2 drifted
+    never_saw_0 = replace(neighbour("near"), class_samples=(0, 50, 60, 0))
+    (fetch,) = of(FetchPart, core.handle(NeighboursFound([never_saw_0])))
+    assert isinstance(fetch, FetchPart)
+    assert fetch.classes == (1, 2)
+    core = drifted_site()
+    says_none_of_2 = replace(neighbour("near"), class_samples=(50, 50, 0, 0))
+    (fetch,) = of(FetchPart, core.handle(NeighboursFound([says_none_of_2])))
+    assert isinstance(fetch, FetchPart) and fetch.classes == (0, 1, 2)
