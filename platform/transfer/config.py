@@ -58,7 +58,11 @@ class CartelConfig(BaseModel):
     )
     k: int = Field(3, ge=1, description="Neighbours tried, nearest first.")
     min_neighbour_accuracy: float = Field(
-        0.8, ge=0, le=1, description="A neighbour's accuracy on every drifted class, at least."
+        0.8,
+        ge=0,
+        le=1,
+        description="A neighbour's mean accuracy on the drifted classes, at least (or the "
+        "asking site's own accuracy before the drift, if lower).",
     )
     live_window_s: float = Field(60.0, gt=0, description="A neighbour reported within this.")
     merge: MergePolicy = Field("sample-weighted", description="How a fetched part is merged.")

@@ -74,6 +74,7 @@ class AskNeighbours:
     priors: tuple[float, ...]
     drifted: tuple[int, ...]
     signature: str
+    min_accuracy: float | None = None  # the bar on the drifted classes (None: the config's)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class CartelSite:
         self.phase = "training"
         self.cooldown_left = 0
         self.drifted: tuple[int, ...] = ()
+        self.bar = config.min_neighbour_accuracy
         self.candidates: list[SiteReport] = []
         self.last_reported: tuple[float, ...] | None = None
         self.last_reported_accuracy = 0.0
@@ -315,6 +317,7 @@ class CartelSite:
                 )
             ]
         self.drifted = tuple(poor)
+        self.bar = self.neighbour_bar()
         self.drift_flag = True
         self.phase = "asking"
         priors = self.priors()
@@ -326,8 +329,21 @@ class CartelSite:
                 {"detector": self.detector.name, "classes": list(self.drifted)},
             ),
             self._send_report(),
-            AskNeighbours(priors, self.drifted, self.signature),
+            AskNeighbours(priors, self.drifted, self.signature, self.bar),
         ]
+
+    def neighbour_bar(self) -> float:
+        """How good a neighbour must be on the drifted classes: min_neighbour_accuracy, or
+        this site's own accuracy before the drift window if lower. A neighbour as good on
+        the new classes as the site was on its old ones can bring it back to its level;
+        an absolute bar above what any site of a slow learner reaches (logistic
+        regression on digits, about 0.6 at the drift) ruled out every neighbour."""
+        before = list(self._scored)[: -self.config.drift_window]
+        total = sum(len(labels) for labels, _ in before)
+        if not total:
+            return self.config.min_neighbour_accuracy
+        own = sum(int(correct.sum()) for _, correct in before) / total
+        return min(self.config.min_neighbour_accuracy, own)
 
     def _neighbours(self, reports: Sequence[SiteReport]) -> list[Effect]:
         if self.phase != "asking":
@@ -341,7 +357,7 @@ class CartelSite:
             drifted=self.drifted,
             now_s=self.time_s,
             live_window_s=config.live_window_s,
-            min_accuracy=config.min_neighbour_accuracy,
+            min_accuracy=self.bar,
             k=config.k,
             rng=self.rng if config.neighbour_choice == "random" else None,
         )

@@ -342,7 +342,9 @@ class CartelSimulation:
             drifted=ask.drifted,
             now_s=self.now,
             live_window_s=config.live_window_s,
-            min_accuracy=config.min_neighbour_accuracy,
+            min_accuracy=config.min_neighbour_accuracy
+            if ask.min_accuracy is None
+            else ask.min_accuracy,
             k=config.k,
             rng=self.registry_rng if config.neighbour_choice == "random" else None,
         )

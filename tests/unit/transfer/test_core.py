@@ -295,3 +295,21 @@ def test_asks_only_for_rows_the_neighbour_trained_and_the_drifted_ones() -> None
     says_none_of_2 = replace(neighbour("near"), class_samples=(50, 50, 0, 0))
     (fetch,) = of(FetchPart, core.handle(NeighboursFound([says_none_of_2])))
     assert isinstance(fetch, FetchPart) and fetch.classes == (0, 1, 2)
+
+
+def test_the_bar_on_neighbours_is_the_sites_own_level_when_that_is_lower() -> None:
+    """A slow learner: the site was right 6 times in 10 before the drift, so a neighbour
+    at 0.7 on the drifted class is good enough; one at 0.5 is not."""
+    core = site()
+    for i in range(10):
+        core.handle(batch(float(i), [0, 1] * 5, [j < 6 for j in range(10)]))
+    effects = drift(core, 10)
+    (ask,) = of(AskNeighbours, effects)
+    assert isinstance(ask, AskNeighbours) and ask.min_accuracy == pytest.approx(0.6)
+    effects = core.handle(NeighboursFound([neighbour("weak", 0.5), neighbour("fair", 0.7)]))
+    (fetch,) = of(FetchPart, effects)
+    assert isinstance(fetch, FetchPart) and fetch.source.site == "fair"
+    good = site()
+    steady(good, 10)  # right 9 times in 10: the configured 0.8 is the bar
+    (ask,) = of(AskNeighbours, drift(good, 10))
+    assert isinstance(ask, AskNeighbours) and ask.min_accuracy == pytest.approx(0.8)
