@@ -167,7 +167,9 @@ def cartel(
     seeds: Annotated[int, typer.Option(min=1, help="Seeds per policy; rows are their means.")] = 3,
     dataset: Annotated[str, typer.Option()] = "fashion-mnist",
     model: Annotated[str, typer.Option(help="logreg or cnn.")] = "logreg",
-    batches: Annotated[int, typer.Option(min=30, help="Batches per site.")] = 240,
+    batches: Annotated[
+        int, typer.Option(min=30, help="Batches per site (drift at a third of them).")
+    ] = 360,
     batch_size: Annotated[int, typer.Option(min=1)] = 10,
     out: Annotated[Path, typer.Option(help="Folder for cartel.json and cartel.png.")] = Path(
         "bench/results/cartel"

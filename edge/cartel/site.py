@@ -313,7 +313,7 @@ class CartelSiteRun:
             signature=self.model.signature,
             classes=classes,
             drifted=self.core.drifted,
-            min_accuracy=self.spec.cartel.min_neighbour_accuracy,
+            min_accuracy=self.core.bar,  # the site's own bar (its accuracy before drifting)
         )
         try:
             self.endpoint.send(peer, encode_request(request), timeout=0)
@@ -388,7 +388,7 @@ class CartelSiteRun:
                 self.core.class_samples,
                 self.core.samples,
             )
-            answer = encode_answer(request.id, part)
+            answer = encode_answer(request.id, part, self.spec.cartel.part_wire_dtype)
             self.served += 1
         try:
             self.endpoint.send(peer, answer, timeout=0)

@@ -11,11 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import poisson
 
 from atoll.platform.transfer.config import CartelConfig
 from atoll.platform.transfer.drift import Detector, make_detector
 from atoll.platform.transfer.neighbours import SiteReport, choose_neighbours, divergence
 from atoll.platform.transfer.parts import ModelPart, PartRefused, check_part
+
+RARE = 0.001  # a class count this unlikely under the old priors means they changed
 
 # Inputs
 
@@ -88,6 +91,7 @@ class AskNeighbours:
     priors: tuple[float, ...]
     drifted: tuple[int, ...]
     signature: str
+    min_accuracy: float | None = None  # the bar on the drifted classes (None: the config's)
 
 
 @dataclass(frozen=True)
@@ -154,8 +158,10 @@ class CartelSite:
         self.phase = "training"
         self.cooldown_left = 0
         self.drifted: tuple[int, ...] = ()
+        self.bar = config.min_neighbour_accuracy
         self.candidates: list[SiteReport] = []
         self.last_reported: tuple[float, ...] | None = None
+        self.last_reported_accuracy = 0.0
         self.last_report_batch = 0
         self.report_pending = False
         self.registry_down = False
@@ -201,7 +207,14 @@ class CartelSite:
             accuracy = 1 - now_wrong[c] / now_seen[c]
             if accuracy >= self.config.poor_class_accuracy:
                 continue
-            rose = share_now[c] >= 1.5 * share_before[c]
+            # Rose: this many samples would be rare (p < 0.001) at the class's share
+            # before. A tail class (2%) seen 3 times in 20 samples happens every few
+            # hundred batches per class and site: a false alarm that would cost a part.
+            expected = share_before[c] * now_seen.sum()
+            rose = (
+                share_now[c] >= 1.5 * share_before[c]
+                and float(poisson.sf(now_seen[c] - 1, expected)) < RARE / self.num_classes
+            )
             lost = (  # a drop measured on too few samples is noise
                 now_seen[c] >= 10
                 and before_seen[c] >= 10
@@ -209,8 +222,8 @@ class CartelSite:
             )
             if rose or lost:
                 poor.append(c)
-        if not poor and now_wrong.sum() > 0:  # error rose but no class stands out: the worst
-            poor = [int(np.argmax(now_wrong))]
+        # Error rose but no class stands out: noise on a small batch, not drift. Asking
+        # on it cost a part per false alarm and a cooldown that could hide a real drift.
         return poor
 
     def accuracy(self) -> float:
@@ -279,14 +292,18 @@ class CartelSite:
         every = self.config.report_every
         if every and self.batches - self.last_report_batch >= every:
             return True
+        if self.last_reported is None:
+            return True
+        moved = self.config.accuracy_move_threshold
+        if moved is not None and abs(self.accuracy() - self.last_reported_accuracy) > moved:
+            return True  # neighbours are chosen by reported accuracy: keep it fresh
         threshold = self.config.prior_move_threshold
-        if threshold is not None and self.last_reported is not None:
-            return divergence(self.priors(), self.last_reported) > threshold
-        return self.last_reported is None
+        return threshold is not None and divergence(self.priors(), self.last_reported) > threshold
 
     def _send_report(self) -> SendReport:
         report = self.report()
         self.last_reported = report.class_priors
+        self.last_reported_accuracy = report.accuracy
         self.last_report_batch = self.batches
         self.report_pending = False
         self.reports_sent += 1
@@ -307,7 +324,17 @@ class CartelSite:
 
     def _drift(self) -> list[Effect]:
         poor = self.drifted_classes()
+        if not poor:
+            return [
+                Log(
+                    "drift-noise",
+                    f"{self.detector.name} fired at batch {self.batches} but no class "
+                    "stands out; not asking",
+                    {"detector": self.detector.name},
+                )
+            ]
         self.drifted = tuple(poor)
+        self.bar = self.neighbour_bar()
         self.drift_flag = True
         self.phase = "asking"
         priors = self.priors()
@@ -319,8 +346,21 @@ class CartelSite:
                 {"detector": self.detector.name, "classes": list(self.drifted)},
             ),
             self._send_report(),
-            AskNeighbours(priors, self.drifted, self.signature),
+            AskNeighbours(priors, self.drifted, self.signature, self.bar),
         ]
+
+    def neighbour_bar(self) -> float:
+        """How good a neighbour must be on the drifted classes: min_neighbour_accuracy, or
+        this site's own accuracy before the drift window if lower. A neighbour as good on
+        the new classes as the site was on its old ones can bring it back to its level;
+        an absolute bar above what any site of a slow learner reaches (logistic
+        regression on digits, about 0.6 at the drift) ruled out every neighbour."""
+        before = list(self._scored)[: -self.config.drift_window]
+        total = sum(len(labels) for labels, _ in before)
+        if not total:
+            return self.config.min_neighbour_accuracy
+        own = sum(int(correct.sum()) for _, correct in before) / total
+        return min(self.config.min_neighbour_accuracy, own)
 
     def _neighbours(self, found: NeighboursFound | NeighboursRanked) -> list[Effect]:
         if self.phase != "asking":
@@ -337,7 +377,7 @@ class CartelSite:
             drifted=self.drifted,
             now_s=self.time_s,
             live_window_s=config.live_window_s,
-            min_accuracy=config.min_neighbour_accuracy,
+            min_accuracy=self.bar,
             k=config.k,
             rng=self.rng if config.neighbour_choice == "random" else None,
         )
@@ -353,12 +393,28 @@ class CartelSite:
         if not self.candidates:
             return self._give_up("no neighbour left to fetch from", "gave-up")
         self.phase = "fetching"
-        return [FetchPart(self.candidates[0], self.wanted_classes())]
+        source = self.candidates[0]
+        return [FetchPart(source, self.classes_from(source))]
+
+    def classes_from(self, source: SiteReport) -> tuple[int, ...]:
+        """The wanted classes the source has trained on (its report counts its samples),
+        and the drifted ones whatever it says: a row it never trained carries nothing a
+        merge could use, only bytes (and `replace` would overwrite a good row with it)."""
+        known = source.class_samples
+        return tuple(
+            c
+            for c in self.wanted_classes()
+            if c in self.drifted or (c < len(known) and known[c] > 0)
+        )
 
     def wanted_classes(self) -> tuple[int, ...]:
-        """The drifted classes and the others the site now sees: rows trained side by side
-        in the neighbour's model fit together better than the drifted rows alone."""
-        now = [c for c, p in enumerate(self.priors()) if p >= self.config.min_class_share]
+        """The drifted classes and the others the site sees since the drift (the drift
+        window): rows trained side by side in the neighbour's model fit together better
+        than the drifted rows alone. Not the whole priors window: at detection it still
+        holds the classes that just went away, rows the merge would not use."""
+        seen, _ = _tally(list(self._scored)[-self.config.drift_window :], self.num_classes)
+        share = seen / max(seen.sum(), 1)
+        now = [c for c in range(self.num_classes) if share[c] >= self.config.min_class_share]
         return tuple(sorted(set(now) | set(self.drifted)))
 
     def _fetch_failed(self, event: FetchFailed) -> list[Effect]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from atoll.platform.transfer.config import WireDtype
 from atoll.platform.transfer.neighbours import accurate_on
 from atoll.platform.transfer.parts import ModelPart, PartRefused, decode_part, encode_part
 
@@ -59,8 +60,10 @@ def encode_declined(declined: PartDeclined) -> bytes:
     return _REFUSAL + declined.model_dump_json().encode()
 
 
-def encode_answer(request_id: int, part: ModelPart) -> bytes:
-    return _PART + request_id.to_bytes(8, "big") + encode_part(part)
+def encode_answer(request_id: int, part: ModelPart, wire_dtype: WireDtype = "float32") -> bytes:
+    """The part in its wire form (`wire_dtype` as the giver's config says), as the simulator
+    counts it."""
+    return _PART + request_id.to_bytes(8, "big") + encode_part(part, wire_dtype)
 
 
 def decode(payload: bytes) -> Incoming:

@@ -9,7 +9,6 @@ loop with the same models, streams and accounting.
 """
 
 import heapq
-import json
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -39,13 +38,19 @@ from atoll.platform.transfer.core import (
     SendReport,
 )
 from atoll.platform.transfer.models import OnlineModel
-from atoll.platform.transfer.neighbours import SiteReport
-from atoll.platform.transfer.parts import merge_part
+from atoll.platform.transfer.neighbours import (
+    SiteReport,
+    choose_neighbours,
+    decode_report,
+    encode_report,
+)
+from atoll.platform.transfer.parts import decode_part, encode_part, merge_part
 from atoll.platform.transfer.scenarios import StreamSampler, build_streams
 
 Policy = Literal["cartel", "random-neighbour", "isolated", "fedavg", "centralized"]
 POLICIES: tuple[Policy, ...] = ("cartel", "random-neighbour", "isolated", "fedavg", "centralized")
 LINEAGE_BYTES = 200  # a lineage record as the registry receives it
+QUERY_HEADER_BYTES = 96  # a neighbour query's site name, signature and framing
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,7 @@ class CartelSimulation:
             else []
         )
         self.directory: dict[str, SiteReport] = {}
+        self.registry_rng = np.random.default_rng([settings.seed, 1])
         self.queue: list[tuple[float, int, int, Input]] = []
         self._seq = 0
         self.bytes: dict[str, int] = defaultdict(int)
@@ -201,16 +207,18 @@ class CartelSimulation:
         core = self.cores[site]
         for effect in effects:
             if isinstance(effect, SendReport):
-                size = len(json.dumps(asdict(effect.report)))
-                self._count("metadata", size, site)
-                self.directory[core.site] = effect.report
+                blob = encode_report(effect.report)
+                self._count("metadata", len(blob), site)
+                # The registry keeps what it decoded: the report to the wire's precision.
+                self.directory[core.site] = decode_report(blob)
                 self._apply(site, core.handle(ReportSent(ok=True)))
             elif isinstance(effect, AskNeighbours):
                 started = time.perf_counter()
-                reports = list(self.directory.values())
+                reports = self._registry_neighbours(core, effect)
                 self.query_ms.append((time.perf_counter() - started) * 1000)
-                request = 64 + 8 * len(effect.priors)
-                answer = sum(len(json.dumps(asdict(r))) for r in reports)
+                # The query: site name, signature, priors (uint16) and drifted classes.
+                request = QUERY_HEADER_BYTES + 2 * len(effect.priors) + len(effect.drifted)
+                answer = sum(len(encode_report(r)) for r in reports)
                 self._count("metadata", request + answer, site)
                 self._deliver(site, 2 * self._transit(answer), NeighboursFound(reports))
             elif isinstance(effect, FetchPart):
@@ -226,9 +234,10 @@ class CartelSimulation:
                     giver.class_samples if giver else np.zeros(1),
                     giver.samples if giver else 0,
                 )
-                size = part.size_bytes()
-                self._count("model-part", size, site)
-                self._deliver(site, 2 * self._transit(size), PartArrived(part))
+                # What travels is the wire form; the site merges what it decodes.
+                blob = encode_part(part, core.config.part_wire_dtype)
+                self._count("model-part", len(blob), site)
+                self._deliver(site, 2 * self._transit(len(blob)), PartArrived(decode_part(blob)))
             elif isinstance(effect, MergePart):
                 model = self.models[site]
                 merged = merge_part(
@@ -243,7 +252,9 @@ class CartelSimulation:
                 self._count("lineage", LINEAGE_BYTES, site)
                 record = asdict(effect)
                 self.transfers[site].append(record)
-                self.emit({"kind": "transfer", **record, "batch": self.batch})
+                # The lineage's own "kind" is the part's (rows, head); the event's is "transfer".
+                event = {**record, "part": record["kind"], "kind": "transfer"}
+                self.emit({**event, "batch": self.batch})
             elif isinstance(effect, Log):
                 self.emit(
                     {
@@ -263,10 +274,7 @@ class CartelSimulation:
         accuracy: list[list[float]] = [[] for _ in self.streams]
         for batch in range(s.batches):
             self.batch = batch
-            # Messages in flight arrive in their own time, replies to them too, up to now.
-            while self.queue and self.queue[0][0] <= batch * s.batch_seconds:
-                self.now, _, site, event = heapq.heappop(self.queue)
-                self._apply(site, self.cores[site].handle(event))
+            self._arrive(batch * s.batch_seconds, inclusive=True)
             self.now = batch * s.batch_seconds
             for i, sampler in enumerate(self.samplers):
                 x, y = sampler.batch(batch, s.batch_size)
@@ -281,6 +289,12 @@ class CartelSimulation:
                         event = BatchScored(self.now, y.tolist(), correct.tolist())
                         self._apply(i, self.cores[i].handle(event))
                 self.train_s[i] += time.perf_counter() - tick
+            # A site's accuracy for second `batch` is that of the model it holds at the
+            # end of that second: what arrived within it (a neighbour's part, 0.2 s after
+            # a drift) counts, as it serves the rest of the second.
+            self._arrive((batch + 1) * s.batch_seconds, inclusive=False)
+            self.now = batch * s.batch_seconds
+            for i, sampler in enumerate(self.samplers):
                 tx, ty = sampler.test_set(batch)
                 acc = self.models[i].evaluate(tx, ty)
                 accuracy[i].append(acc)
@@ -315,6 +329,33 @@ class CartelSimulation:
             query_ms=self.query_ms,
             duration_s=time.perf_counter() - started,
         )
+
+    def _registry_neighbours(self, core: CartelSite, ask: AskNeighbours) -> list[SiteReport]:
+        """The registry answers with the k sites it would pick (Cartel's metadata service
+        ranks and filters; it does not ship its whole directory to every asking site)."""
+        config = core.config
+        return choose_neighbours(
+            list(self.directory.values()),
+            asking=core.site,
+            priors=ask.priors,
+            signature=ask.signature,
+            drifted=ask.drifted,
+            now_s=self.now,
+            live_window_s=config.live_window_s,
+            min_accuracy=config.min_neighbour_accuracy
+            if ask.min_accuracy is None
+            else ask.min_accuracy,
+            k=config.k,
+            rng=self.registry_rng if config.neighbour_choice == "random" else None,
+        )
+
+    def _arrive(self, until_s: float, inclusive: bool) -> None:
+        """Messages in flight arrive in their own time, replies to them too, up to until_s."""
+        while self.queue and (
+            self.queue[0][0] <= until_s if inclusive else self.queue[0][0] < until_s
+        ):
+            self.now, _, site, event = heapq.heappop(self.queue)
+            self._apply(site, self.cores[site].handle(event))
 
     def _sync(self) -> None:
         size = self.models[0].size_bytes()

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -24,7 +26,12 @@ from atoll.platform.transfer.parts import ModelPart
 
 SHAPES = {"linear.weight": (4, 3), "linear.bias": (4,)}
 CONFIG = CartelConfig(
-    report_every=5, prior_move_threshold=None, drift_window=2, accuracy_window=10, warmup=0
+    report_every=5,
+    prior_move_threshold=None,
+    accuracy_move_threshold=None,
+    drift_window=2,
+    accuracy_window=10,
+    warmup=0,
 )
 
 
@@ -114,6 +121,13 @@ def test_reports_when_the_priors_move() -> None:
     assert len(of(SendReport, quiet)) == 1
     moved = [e for i in range(3) for e in core.handle(batch(20.0 + i, [3] * 10, [True] * 10))]
     assert of(SendReport, moved)
+
+
+def test_reports_when_the_accuracy_moves() -> None:
+    core = site(CONFIG.model_copy(update={"report_every": 0, "accuracy_move_threshold": 0.05}))
+    assert len(of(SendReport, steady(core, 8))) == 1  # 0.9 right throughout: no news
+    better = [e for i in range(6) for e in core.handle(batch(20.0 + i, [0, 1] * 5, [True] * 10))]
+    assert of(SendReport, better)
 
 
 def test_steady_error_does_not_fire() -> None:
@@ -256,3 +270,72 @@ def test_registry_ranked_neighbours_when_not_asking_change_nothing() -> None:
 def site_handles(core: CartelSite, event: NeighboursRanked, k: int) -> list[Effect]:
     core.config = core.config.model_copy(update={"k": k})
     return core.handle(event)
+
+
+def test_a_rise_in_error_with_no_class_standing_out_asks_nobody() -> None:
+    """Noise: the error rises (0.1 to 0.4) but spread over the classes the site always
+    saw, none of them poor (each right 3 times in 5)."""
+    core = site()
+    steady(core, 10)
+    effects: list[Effect] = []
+    for i in range(10, 12):
+        labels = [0, 1] * 5
+        effects += core.handle(batch(float(i), labels, [j < 6 for j in range(10)]))
+    assert not of(AskNeighbours, effects)
+    events = [e.event for e in of(Log, effects) if isinstance(e, Log)]
+    assert events and set(events) == {"drift-noise"}
+    assert core.phase == "training"
+    assert of(AskNeighbours, drift(core, 12)), "a real drift right after still asks"
+
+
+def test_a_rare_class_seen_a_little_more_is_not_drift() -> None:
+    """A class at a 2% share seen twice in 20 samples: likely enough (p ~ 0.06)."""
+    core = site()
+    for i in range(10):  # class 3 once in 50 samples
+        labels = [0, 1] * 5 if i % 5 else [0, 1, 3, 0, 1, 0, 1, 0, 1, 0]
+        core.handle(batch(float(i), labels, [lbl != 3 for lbl in labels]))
+    labels = [0, 1, 3, 0, 1, 0, 1, 0, 1, 0]
+    core.handle(batch(10.0, labels, [lbl != 3 and j > 2 for j, lbl in enumerate(labels)]))
+    effects = core.handle(batch(11.0, labels, [lbl != 3 and j > 2 for j, lbl in enumerate(labels)]))
+    assert core.drifted_classes() == []
+    assert not of(AskNeighbours, effects)
+
+
+def test_the_part_holds_the_classes_since_the_drift_not_those_gone() -> None:
+    core = site()
+    for i in range(10):  # classes 0 and 3
+        core.handle(batch(float(i), [0, 3] * 5, [True] * 10))
+    for i in range(10, 12):  # class 3 gone, 1 and 2 new and always wrong
+        labels = [0, 1, 2, 1, 2, 1, 2, 1, 2, 0]
+        core.handle(batch(float(i), labels, [lbl == 0 for lbl in labels]))
+    assert core.wanted_classes() == (0, 1, 2)
+
+
+def test_asks_only_for_rows_the_neighbour_trained_and_the_drifted_ones() -> None:
+    core = drifted_site()  # wants classes 0, 1 and 2; 2 drifted
+    never_saw_0 = replace(neighbour("near"), class_samples=(0, 50, 60, 0))
+    (fetch,) = of(FetchPart, core.handle(NeighboursFound([never_saw_0])))
+    assert isinstance(fetch, FetchPart)
+    assert fetch.classes == (1, 2)
+    core = drifted_site()
+    says_none_of_2 = replace(neighbour("near"), class_samples=(50, 50, 0, 0))
+    (fetch,) = of(FetchPart, core.handle(NeighboursFound([says_none_of_2])))
+    assert isinstance(fetch, FetchPart) and fetch.classes == (0, 1, 2)
+
+
+def test_the_bar_on_neighbours_is_the_sites_own_level_when_that_is_lower() -> None:
+    """A slow learner: the site was right 6 times in 10 before the drift, so a neighbour
+    at 0.7 on the drifted class is good enough; one at 0.5 is not."""
+    core = site()
+    for i in range(10):
+        core.handle(batch(float(i), [0, 1] * 5, [j < 6 for j in range(10)]))
+    effects = drift(core, 10)
+    (ask,) = of(AskNeighbours, effects)
+    assert isinstance(ask, AskNeighbours) and ask.min_accuracy == pytest.approx(0.6)
+    effects = core.handle(NeighboursFound([neighbour("weak", 0.5), neighbour("fair", 0.7)]))
+    (fetch,) = of(FetchPart, effects)
+    assert isinstance(fetch, FetchPart) and fetch.source.site == "fair"
+    good = site()
+    steady(good, 10)  # right 9 times in 10: the configured 0.8 is the bar
+    (ask,) = of(AskNeighbours, drift(good, 10))
+    assert isinstance(ask, AskNeighbours) and ask.min_accuracy == pytest.approx(0.8)

@@ -69,13 +69,14 @@ def test_garbled_messages_are_refused_naming_the_problem(payload: bytes, problem
     ("signature", "accuracy", "reason"),
     [
         ("logreg:abc", [0.9, 0.7, None], None),
-        ("logreg:abc", [0.9, 0.5, None], "not good on the drifted classes"),
+        ("logreg:abc", [0.9, 0.4, None], None),  # a mean of 0.65: hard classes are allowed
+        ("logreg:abc", [0.7, 0.4, None], "not good on the drifted classes"),
         ("logreg:abc", [None, 0.9, 0.9], "not good on the drifted classes"),  # too few samples
         ("logreg:abc", [0.9], "not good on the drifted classes"),  # a class it has no row for
         ("cnn:def", [0.9, 0.9, 0.9], "model signature cnn:def is not the asker's"),
     ],
 )
-def test_a_giver_declines_unless_good_on_every_drifted_class(
+def test_a_giver_declines_unless_good_on_the_drifted_classes_on_average(
     signature: str, accuracy: list[float | None], reason: str | None
 ) -> None:
     found = declines(REQUEST, signature, accuracy)

@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 
-from atoll.platform.transfer.neighbours import SiteReport, choose_neighbours, divergence
+from atoll.platform.transfer.neighbours import (
+    SiteReport,
+    choose_neighbours,
+    decode_report,
+    divergence,
+    encode_report,
+)
 
 
 def report(
@@ -77,3 +83,42 @@ def test_random_choice_ignores_accuracy_but_not_liveness() -> None:
     ]
     rng = np.random.default_rng(0)
     assert names(choose_neighbours(reports, **ASK, rng=rng)) == ["poor"]  # type: ignore[arg-type]
+
+
+def test_accuracy_filter_takes_the_mean_over_the_drifted_classes() -> None:
+    ask = {**ASK, "drifted": [1, 2]}
+    hard_one = report("hard-one", [0.5, 0.5, 0, 0], [0.9, 0.7, 0.95, 0.9])  # mean 0.825
+    poor = report("poor", [0.5, 0.5, 0, 0], [0.9, 0.6, 0.95, 0.9])  # mean 0.775
+    unseen = report("unseen", [0.5, 0.5, 0, 0], [0.9, None, 1.0, 0.9])
+    got = choose_neighbours([hard_one, poor, unseen], **ask)  # type: ignore[arg-type]
+    assert names(got) == ["hard-one"]
+
+
+def test_report_wire_form_round_trips_to_its_precision() -> None:
+    original = report(
+        "site-3",
+        [0.25, 0.25, 0.5, 0.0],
+        [0.9, None, 0.5, 1.0],
+        class_samples=(100, 0, 300_000, 5),
+        endpoint="10.0.0.1:9000",
+        drift=True,
+    )
+    blob = encode_report(original)
+    assert len(blob) < 100
+    back = decode_report(blob)
+    assert back.site == "site-3" and back.endpoint == "10.0.0.1:9000" and back.drift
+    assert back.class_samples == (100, 0, 300_000, 5)
+    assert back.class_accuracy[1] is None
+    assert np.allclose(back.class_priors, original.class_priors, atol=1 / 254)
+    assert np.allclose(back.class_accuracy[2:], original.class_accuracy[2:], atol=1 / 254)
+    assert divergence(back.class_priors, original.class_priors) < 0.01
+    assert decode_report(encode_report(report("x", [1, 0], [None, None]))).endpoint is None
+
+
+@pytest.mark.parametrize("cut", [1, 5, 30])
+def test_a_malformed_report_is_a_value_error(cut: int) -> None:
+    blob = encode_report(report("site-3", [0.5, 0.5], [0.9, 0.9]))
+    with pytest.raises(ValueError, match="malformed"):
+        decode_report(blob[:-cut])
+    with pytest.raises(ValueError, match="malformed"):
+        decode_report(blob + b"x")

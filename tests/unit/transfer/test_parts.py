@@ -122,3 +122,34 @@ def test_malformed_wire_forms_are_refused(blob: bytes, problem: str) -> None:
 def test_oversized_wire_forms_are_refused() -> None:
     with pytest.raises(PartRefused, match="cap"):
         decode_part(encode_part(part()), max_bytes=10)
+
+
+def test_half_precision_wire_form_halves_the_arrays_and_decodes_to_float32() -> None:
+    rng = np.random.default_rng(0)
+    weights = rng.normal(0, 0.1, (2, 300)).astype(np.float32)
+    original = part(
+        arrays={"linear.weight": weights, "linear.bias": np.array([0.5, -1.25], np.float32)}
+    )
+    full, half = encode_part(original), encode_part(original, "float16")
+    body = weights.nbytes + 8
+    assert len(full) - len(half) == pytest.approx(body / 2, abs=16)  # the header says which
+    back = decode_part(half)
+    assert back.arrays["linear.weight"].dtype == np.float32
+    assert np.allclose(back.arrays["linear.weight"], weights, rtol=1e-3, atol=1e-4)
+    check_part(
+        back,
+        "logreg:abc",
+        {"linear.weight": (4, 300), "linear.bias": (4,)},
+        4,
+    )
+
+
+def test_a_part_too_large_for_half_precision_is_not_sent_so() -> None:
+    big = part(
+        arrays={
+            "linear.weight": np.full((2, 3), 1e6, np.float32),
+            "linear.bias": np.ones(2, np.float32),
+        }
+    )
+    with pytest.raises(ValueError, match="float16"):
+        encode_part(big, "float16")

@@ -54,7 +54,9 @@ def test_cartel_transfers_from_a_site_that_knows_the_new_classes(digits: TrainTe
 
 
 def test_a_dead_neighbour_is_skipped(digits: TrainTest) -> None:
-    config = CartelConfig(k=3)
+    # Logistic regression on 8x8 digits is still weak at the drift (about 0.6): a lower
+    # bar, so that more than one neighbour qualifies and the next one can be tried.
+    config = CartelConfig(k=3, min_neighbour_accuracy=0.5)
     events: list[dict[str, object]] = []
     run_simulation(
         SimSettings("class-emergence", "logreg", batches=120, dead_sites=(0,), cartel=config),
