@@ -64,6 +64,7 @@ from atoll.platform.transfer.messages import (
     PartAnswer,
     PartDeclined,
     PartRequest,
+    classes_to_give,
     declines,
     decode,
     encode_answer,
@@ -384,7 +385,7 @@ class CartelSiteRun:
             part = self.model.part(
                 self.job.site,
                 self.core.version,
-                request.classes,
+                classes_to_give(request, self.core.class_samples),
                 self.core.class_samples,
                 self.core.samples,
             )

@@ -397,15 +397,20 @@ class CartelSite:
         return [FetchPart(source, self.classes_from(source))]
 
     def classes_from(self, source: SiteReport) -> tuple[int, ...]:
-        """The wanted classes the source has trained on (its report counts its samples),
-        and the drifted ones whatever it says: a row it never trained carries nothing a
-        merge could use, only bytes (and `replace` would overwrite a good row with it)."""
+        """The wanted classes and those this site never trained on, that the source has
+        trained on (its report counts its samples), and the drifted ones whatever it says.
+        A class emerging at a drift shows only partly in the batch or two before the
+        detector fires, and this site's rows of a class it never saw are untrained, so a
+        neighbour's can only help. A row the source never trained carries nothing a merge
+        could use, only bytes (and `replace` would overwrite a good row with it); when the
+        report does not count (the registry keeps no per-class counts) the source leaves
+        those rows out itself (`messages.classes_to_give`)."""
+        never = {c for c in range(self.num_classes) if self.class_samples[c] == 0}
+        wanted = sorted(set(self.wanted_classes()) | never)
         known = source.class_samples
-        return tuple(
-            c
-            for c in self.wanted_classes()
-            if c in self.drifted or (c < len(known) and known[c] > 0)
-        )
+        if not known:
+            return tuple(wanted)
+        return tuple(c for c in wanted if c in self.drifted or (c < len(known) and known[c] > 0))
 
     def wanted_classes(self) -> tuple[int, ...]:
         """The drifted classes and the others the site sees since the drift (the drift

@@ -93,3 +93,13 @@ def declines(
         shown = {c: class_accuracy[c] if c < len(class_accuracy) else None for c in request.drifted}
         return f"not good on the drifted classes (accuracy {shown}, wanted {request.min_accuracy})"
     return None
+
+
+def classes_to_give(request: PartRequest, class_samples: Sequence[int]) -> tuple[int, ...]:
+    """The rows a giver sends: those asked for that it trained on, and the drifted ones
+    whatever (the asker asked for them by name)."""
+    return tuple(
+        c
+        for c in request.classes
+        if c in request.drifted or (c < len(class_samples) and class_samples[c] > 0)
+    )

@@ -321,6 +321,16 @@ def test_asks_only_for_rows_the_neighbour_trained_and_the_drifted_ones() -> None
     says_none_of_2 = replace(neighbour("near"), class_samples=(50, 50, 0, 0))
     (fetch,) = of(FetchPart, core.handle(NeighboursFound([says_none_of_2])))
     assert isinstance(fetch, FetchPart) and fetch.classes == (0, 1, 2)
+    core = drifted_site()
+    # The real registry's reports count no samples per class: the wanted rows and those of
+    # class 3, which this site never saw (the source leaves out what it never trained).
+    counts_unknown = replace(neighbour("near"), class_samples=())
+    (fetch,) = of(FetchPart, core.handle(NeighboursFound([counts_unknown])))
+    assert isinstance(fetch, FetchPart) and fetch.classes == (0, 1, 2, 3)
+    core = drifted_site()
+    knows_3 = replace(neighbour("near"), class_samples=(50, 50, 50, 20))
+    (fetch,) = of(FetchPart, core.handle(NeighboursFound([knows_3])))
+    assert isinstance(fetch, FetchPart) and fetch.classes == (0, 1, 2, 3)
 
 
 def test_the_bar_on_neighbours_is_the_sites_own_level_when_that_is_lower() -> None:

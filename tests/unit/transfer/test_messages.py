@@ -6,6 +6,7 @@ from atoll.platform.transfer.messages import (
     PartAnswer,
     PartDeclined,
     PartRequest,
+    classes_to_give,
     declines,
     decode,
     encode_answer,
@@ -81,3 +82,18 @@ def test_a_giver_declines_unless_good_on_the_drifted_classes_on_average(
 ) -> None:
     found = declines(REQUEST, signature, accuracy)
     assert found is None if reason is None else found is not None and reason in found
+
+
+@pytest.mark.parametrize(
+    ("class_samples", "given"),
+    [
+        ((50, 40, 30), (0, 1, 2)),
+        ((50, 0, 30), (0, 1, 2)),  # 1 drifted: asked for by name
+        ((50, 40, 0), (0, 1)),  # 2 never trained: its row would carry nothing
+        ((50,), (0, 1)),  # no count for 2 at all
+    ],
+)
+def test_a_giver_sends_the_rows_it_trained_and_the_drifted_ones(
+    class_samples: tuple[int, ...], given: tuple[int, ...]
+) -> None:
+    assert classes_to_give(REQUEST, class_samples) == given
