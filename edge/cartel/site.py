@@ -385,7 +385,7 @@ class CartelSiteRun:
             part = self.model.part(
                 self.job.site,
                 self.core.version,
-                classes_to_give(request, self.core.class_samples),
+                classes_to_give(request, self.core.class_samples.tolist()),
                 self.core.class_samples,
                 self.core.samples,
             )
