@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 from e2e.browser import CHROMIUM, CHROMIUM_ARGS, SITES, Offsite, log_in, new_context, started
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 from support import require
 
 from atoll.localstack.deployment import AgentSpec, LocalDeployment
+
+# Pages here stream live events and draw charts from fetched history; on a loaded two-core
+# host that took longer than expect's default 5 s now and then. A slow page still fails.
+expect.set_options(timeout=20_000)
 
 
 @pytest.fixture(scope="session")
