@@ -37,6 +37,14 @@ CONNECTION = "site"  # the connection's name in the site's Flower home
 _BIN = Path(sys.executable).parent
 
 
+def flower_env(**extra: str) -> dict[str, str]:
+    """The environment of a Flower process: this Python's bin folder first on PATH, since
+    Flower starts its own commands by name (the SuperExec `flwr-serverapp`, a SuperNode
+    `flwr-clientapp`), and Atoll may run from a virtualenv that was never activated."""
+    path = os.pathsep.join([str(_BIN), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, **extra}
+
+
 class FlowerError(AtollError):
     """A Flower command failed or a Flower process did not come up."""
 
@@ -171,7 +179,7 @@ def site_app(app_dir: Path, dest: Path, spec_file: Path) -> Path:
 
 def flwr(home: Path, *args: str, timeout: float = 300.0) -> dict[str, object]:
     """A `flwr` CLI command against the site's SuperLink, its JSON answer."""
-    env = {**os.environ, "FLWR_HOME": str(home)}
+    env = flower_env(FLWR_HOME=str(home))
     cmd = [str(_BIN / "flwr"), *args, "--format", "json"]
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -30,6 +30,7 @@ from atoll.platform.devices.flower import (
     FlowerError,
     SuperLinkOptions,
     SuperNodeOptions,
+    flower_env,
     run_status,
     site_app,
     submit,
@@ -93,6 +94,7 @@ class FlowerSite:
         self._logs.append(out)
         return subprocess.Popen(
             command,
+            env=flower_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # stopped with what it started (its process group)
@@ -186,6 +188,7 @@ def start_supernode(options: SuperNodeOptions, log_path: Path) -> subprocess.Pop
     with log_path.open("ab") as log:
         return subprocess.Popen(
             supernode_command(options),
+            env=flower_env(),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its ClientApp processes go when it is stopped
