@@ -36,6 +36,10 @@ JOB = {
     "partition": "iid",
     "geo": {"policy": "asp", "threshold": 0.0, "lease_s": 3.0},
 }
+# A killed agent's container is restarted by podman, then the agent, its site and its ranks
+# start: tens of seconds, in which the others go on. The job is long enough that they are
+# still training when it is back (a site back after they finished has nothing to rejoin).
+LONG_JOB = {**JOB, "clocks": 1000, "eval_every": 200}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +77,16 @@ def all_online(control: ControlClient, job_id: str) -> bool:
     return all(s.online for s in control.job(job_id).sites)
 
 
+def idle_sites(control: ControlClient) -> dict[str, SiteOut]:
+    return {s.name: s for s in control.sites().sites if s.online and s.agent_state == "idle"}
+
+
+def wait_all_idle(control: ControlClient) -> None:
+    """Before a job: an agent takes one job at a time and refuses another while its last
+    one winds down (a site left behind by a job that ended without it is cancelled)."""
+    wait_for("every agent online and idle", lambda: set(idle_sites(control)) == set(SITES), 120)
+
+
 def edge(site: str) -> str:
     return f"edge-{site}"
 
@@ -104,14 +118,14 @@ def test_every_service_comes_up_healthy_and_each_role_answers(
 
         wait_for("every agent registered and live", lambda: registered() == SITES, 120)
 
-    def idle_sites() -> dict[str, SiteOut]:
-        return {s.name: s for s in control.sites().sites if s.online and s.agent_state == "idle"}
-
-    wait_for("every agent online and idle", lambda: set(idle_sites()) == set(SITES), 120)
-    assert {s.geo_endpoint for s in idle_sites().values()} == {f"{edge(n)}:9400" for n in SITES}
+    wait_all_idle(control)
+    assert {s.geo_endpoint for s in idle_sites(control).values()} == {
+        f"{edge(n)}:9400" for n in SITES
+    }
 
 
 def test_a_job_runs_across_the_three_agent_containers(control: ControlClient) -> None:
+    wait_all_idle(control)
     job = control.submit(JOB, name="compose")
     done = job_end(control, job.id, JOB_S)
     assert done.state == "completed", done.message
@@ -124,7 +138,8 @@ def test_a_job_runs_across_the_three_agent_containers(control: ControlClient) ->
 def test_an_agent_container_killed_mid_job_is_restarted_and_rejoins(
     project: ComposeProject, control: ControlClient
 ) -> None:
-    job = control.submit(JOB, name="agent-crash")
+    wait_all_idle(control)
+    job = control.submit(LONG_JOB, name="agent-crash")
     # Past frankfurt's first checkpoint (clock 50), so that it has one to resume from.
     wait_for("frankfurt at clock 55", lambda: site_clock(control, job.id, "frankfurt") >= 55, JOB_S)
     restarts = project.crash(edge("frankfurt"))
@@ -136,7 +151,7 @@ def test_an_agent_container_killed_mid_job_is_restarted_and_rejoins(
     )
     done = job_end(control, job.id, JOB_S)
     assert done.state == "completed", done.message
-    assert all(s.clock == JOB["clocks"] and s.final_accuracy for s in done.sites)
+    assert all(s.clock == LONG_JOB["clocks"] and s.final_accuracy for s in done.sites), done
     frankfurt = next(s for s in done.sites if s.site == "frankfurt")
     assert frankfurt.restarts == 1, "its site resumed from its checkpoint once"
     wait_for("frankfurt's container healthy again", lambda: project.healthy(edge("frankfurt")), 120)
@@ -145,6 +160,7 @@ def test_an_agent_container_killed_mid_job_is_restarted_and_rejoins(
 def test_a_redis_restart_mid_job_is_survived(
     project: ComposeProject, control: ControlClient
 ) -> None:
+    wait_all_idle(control)
     job = control.submit(JOB, name="redis-restart")
     wait_for("virginia at clock 30", lambda: site_clock(control, job.id, "virginia") >= 30, JOB_S)
     project.compose("restart", "redis")  # it comes back empty: Redis keeps nothing
