@@ -28,14 +28,9 @@ from atoll.platform.control.authority import init_authority, issue_server_certif
 from atoll.platform.control.client import ControlClient
 from atoll.platform.core.errors import AtollError
 from atoll.platform.data.schema import SiteData
+from atoll.platform.net.ports import free_loopback_port
 
 _STOP_S = 60.0  # an agent's site finishes its clock and checkpoints within this
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -134,7 +129,7 @@ class LocalRedis:
     """A redis-server of our own on a free port: nothing on disk, nothing shared."""
 
     folder: Path
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=free_loopback_port)
     managed: Managed | None = None
     # (certificate, key, CA): serve only TLS (rediss://), as docker-compose.yml does
     tls: tuple[Path, Path, Path] | None = None
@@ -189,7 +184,7 @@ class LocalRedis:
 class AgentSpec:
     name: str
     region: str
-    geo_port: int = field(default_factory=free_port)
+    geo_port: int = field(default_factory=free_loopback_port)
     data: SiteData | None = None  # the site's own data (its site.yaml's `data:`)
 
 
@@ -210,11 +205,11 @@ class LocalDeployment:
     registry: Managed | None = None
     control: Managed | None = None
     agents: dict[str, Managed] = field(default_factory=dict)
-    control_port: int = field(default_factory=free_port)
-    registry_port: int = field(default_factory=free_port)
+    control_port: int = field(default_factory=free_loopback_port)
+    registry_port: int = field(default_factory=free_loopback_port)
     # The dashboard: a login token of its own kind (viewer, read-only) besides the admin's.
     web: Managed | None = None
-    web_port: int = field(default_factory=free_port)
+    web_port: int = field(default_factory=free_loopback_port)
     viewer_token: str = field(default_factory=lambda: "local-viewer-" + secrets.token_hex(16))
     web_secret: str = field(default_factory=lambda: secrets.token_hex(32))
     with_web: bool = True

@@ -5,7 +5,6 @@ service running as `atoll registry serve` in a process of its own on a free port
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import httpx
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from atoll.platform.net.ports import free_loopback_port
 from atoll.registry.migrate import SCHEMA
 
 
@@ -67,12 +67,6 @@ def scratch_database(
         yield url
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class ServerProcess:
     """`atoll registry serve` on a free loopback port; stopped (or killed) on exit.
 
@@ -92,7 +86,7 @@ class ServerProcess:
         self.command = command or [sys.executable, "-m", "atoll.registry"]
         self.database_url = database_url
         self.admin_token = admin_token
-        self.port = free_port()
+        self.port = free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self.workers = workers

@@ -9,10 +9,10 @@ The local launcher uses it with loopback addresses; a control plane uses it with
 the addresses its edge agents registered.
 """
 
-import socket
 from pathlib import Path
 
 from atoll.platform.geo.job import GeoJob
+from atoll.platform.net.ports import free_loopback_port
 from atoll.platform.site.spec import SiteGeo, SiteJob
 
 
@@ -78,11 +78,6 @@ def loopback_endpoints(
     """A free port on 127.0.0.1 for every shard of every site."""
     scheme = "wss" if tls else "ws"
     return {
-        name: tuple(f"{scheme}://127.0.0.1:{_free_port()}" for _ in range(shards)) for name in sites
+        name: tuple(f"{scheme}://127.0.0.1:{free_loopback_port()}" for _ in range(shards))
+        for name in sites
     }
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

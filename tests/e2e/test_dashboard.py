@@ -20,8 +20,9 @@ from e2e.browser import (
 )
 from playwright.sync_api import Browser, Page, expect
 
-from atoll.localstack.deployment import LocalDeployment, free_port, http_ready, wait_until
+from atoll.localstack.deployment import LocalDeployment, http_ready, wait_until
 from atoll.platform.control.client import ControlClient
+from atoll.platform.net.ports import free_loopback_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.timeout(600)]
 LIVE_S = 120_000  # ms: how long a page may take to show a job's end
@@ -224,7 +225,7 @@ def test_an_idle_session_ends_then_login_leads_back_to_the_page_asked_for(
     """A real idle timeout (a dashboard of its own whose sessions idle out after 3 s): a
     page left open past it, then a link followed, leads to the login and back."""
     idle_s = 3.0
-    port = free_port()
+    port = free_loopback_port()
     short = stack.dashboard(port, "web-short-idle", {"ATOLL_SESSION_IDLE_S": str(idle_s)})
     url = f"http://127.0.0.1:{port}"
     context = new_context(browser, offsite)

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from support import IN_CI, NO_POSTGRES, NO_REDIS, postgres_url, redis_url, require
 
 from atoll.edge.identity import Identity, make_key_and_csr, store_enrolment
-from atoll.localstack.deployment import AgentSpec, LocalDeployment, LocalRedis, free_port
+from atoll.localstack.deployment import AgentSpec, LocalDeployment, LocalRedis
 from atoll.localstack.registry import postgres_schema
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
@@ -33,6 +33,7 @@ from atoll.platform.control.migrate import SCHEMA
 from atoll.platform.control.schemas import JobOut
 from atoll.platform.core.events import EventModel, of_kind
 from atoll.platform.core.runlog import read_events
+from atoll.platform.net.ports import free_loopback_port
 
 # A small, quick geo job: 3 sites of the three-continents topology, on scikit-learn's
 # digits, with a fixed seed. ASP over emulated WAN links.
@@ -95,7 +96,7 @@ def served_control_api(
     Starlette's TestClient (1.3, which flwr pins) hands a streamed response over only
     once it ends, and an event stream never does."""
     app = _control_app(tmp_path, bus, admin_token, **settings)
-    port = free_port()
+    port = free_loopback_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

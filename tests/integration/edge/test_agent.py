@@ -19,7 +19,7 @@ from integration.control.harness import (
     wait_for,
 )
 
-from atoll.localstack.deployment import Managed, free_port
+from atoll.localstack.deployment import Managed
 from atoll.localstack.registry import ServerProcess, scratch_database
 from atoll.platform.bus.connection import Bus
 from atoll.platform.bus.keys import BusKeys
@@ -31,6 +31,7 @@ from atoll.platform.core.events import (
     TrainingFinished,
     TrainingStarted,
 )
+from atoll.platform.net.ports import free_loopback_port
 from atoll.platform.site.spec import SiteJob
 from atoll.registry.client import RegistryClient
 
@@ -48,7 +49,7 @@ class Agent:
         settings = {
             "name": "a",
             "region": "test",
-            "geo": {"host": "127.0.0.1", "port": free_port(), "ports": 1},
+            "geo": {"host": "127.0.0.1", "port": free_loopback_port(), "ports": 1},
             "state_dir": str(root / "state"),
             "heartbeat_s": HEARTBEAT_S,
             "telemetry_interval_s": 0.2,
@@ -173,7 +174,7 @@ def test_sigterm_checkpoints_drains_and_the_next_agent_resumes_the_job(
 
 
 def test_training_goes_on_while_redis_and_the_registry_are_away(tmp_path: Path) -> None:
-    registry_port = free_port()
+    registry_port = free_loopback_port()
     with own_redis(tmp_path / "redis") as redis:
         bus = Bus(redis.url, BusKeys(f"atoll-test-{uuid4().hex[:8]}"))
         agent = Agent(tmp_path / "agent", bus, registry_heartbeat_s=1.0)

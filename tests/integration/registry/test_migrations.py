@@ -14,7 +14,8 @@ from alembic.runtime.migration import MigrationContext
 from integration.registry.service import ADMIN
 from sqlalchemy import inspect
 
-from atoll.localstack.registry import ServerProcess, free_port
+from atoll.localstack.registry import ServerProcess
+from atoll.platform.net.ports import free_loopback_port
 from atoll.platform.service.database import make_engine
 from atoll.registry.migrate import SCHEMA
 from atoll.registry.models import Base
@@ -68,7 +69,7 @@ def test_downgrade_and_upgrade_again(empty_database: str) -> None:
 
 def test_the_service_refuses_an_unmigrated_database(empty_database: str) -> None:
     env = {"ATOLL_DATABASE_URL": empty_database, "ATOLL_ADMIN_TOKEN": ADMIN}
-    refused = registry_command("serve", "--port", str(free_port()), env=env)
+    refused = registry_command("serve", "--port", str(free_loopback_port()), env=env)
     assert refused.returncode == 2
     assert "has no schema yet; run `atoll registry migrate` first" in refused.stderr
     assert "Traceback" not in refused.stderr
@@ -78,7 +79,7 @@ def test_the_service_refuses_an_unmigrated_database(empty_database: str) -> None
 def test_the_service_refuses_to_run_without_an_admin_token(empty_database: str) -> None:
     SCHEMA.upgrade(empty_database)
     env = {"ATOLL_DATABASE_URL": empty_database}
-    refused = registry_command("serve", "--port", str(free_port()), env=env)
+    refused = registry_command("serve", "--port", str(free_loopback_port()), env=env)
     assert refused.returncode == 2
     assert "ATOLL_ADMIN_TOKEN is not set" in refused.stderr
 
@@ -106,7 +107,7 @@ def test_an_unreachable_database_is_one_clear_line() -> None:
     assert migrated.returncode == 2
     assert migrated.stderr.startswith("atoll: error: cannot migrate the registry database")
     served = registry_command(
-        "serve", "--port", str(free_port()),
+        "serve", "--port", str(free_loopback_port()),
         env={"ATOLL_DATABASE_URL": nowhere, "ATOLL_ADMIN_TOKEN": ADMIN},
     )  # fmt: skip
     assert served.returncode == 2
