@@ -8,6 +8,10 @@ from atoll.platform.devices.local_grid import LocalGrid
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "fashion-mnist-flower"
 MODEL = "fmnist_flower.task:Net"
+# MODEL names a module of the example app: importable by any test that uses it, whatever
+# ran before it on this worker.
+if str(EXAMPLE) not in sys.path:
+    sys.path.insert(0, str(EXAMPLE))
 
 
 def example_config(data_dir: Path, **overrides: int | float | str) -> dict[str, int | float | str]:
@@ -22,8 +26,6 @@ def local_devices(
     data_dir: Path, partitions: list[int], num_partitions: int, **overrides: int | float | str
 ) -> LocalGrid:
     """Devices in this process running the example's ClientApp, as SuperNodes would."""
-    if str(EXAMPLE) not in sys.path:
-        sys.path.insert(0, str(EXAMPLE))
     from fmnist_flower.client_app import app
 
     nodes = {1000 + p: {"partition-id": p, "num-partitions": num_partitions} for p in partitions}

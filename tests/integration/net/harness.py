@@ -19,6 +19,7 @@ from atoll.platform.net import (
     Received,
     SiteEndpoint,
 )
+from atoll.platform.net.ports import free_loopback_port
 
 SECRET = "integration-tests-job-secret-0123456789"
 # Short leases and backoffs, so failures and recoveries take a second, not a minute.
@@ -37,12 +38,6 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0, what: str =
     while not condition():
         assert time.monotonic() < deadline, f"not reached in {timeout} s: {what or condition}"
         time.sleep(0.02)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class TcpProxy:
@@ -123,7 +118,7 @@ class Net:
 
     @staticmethod
     def directory(*sites: str, scheme: str = "ws") -> dict[str, str]:
-        return {site: f"{scheme}://127.0.0.1:{free_port()}" for site in sites}
+        return {site: f"{scheme}://127.0.0.1:{free_loopback_port()}" for site in sites}
 
     def endpoint(self, site: str, directory: dict[str, str], **kwargs: Any) -> SiteEndpoint:
         kwargs.setdefault("secret", SECRET)

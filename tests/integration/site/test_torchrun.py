@@ -8,7 +8,6 @@ again with --resume, both nodes go on from that checkpoint to the end."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 import torch
 from integration.site.jobs import SMALL_DIGITS_JOB
 
+from atoll.platform.net.ports import free_loopback_port
 from atoll.platform.site.run import train_site
 from atoll.platform.site.spec import SiteJob
 
@@ -25,15 +25,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 JOB = {**SMALL_DIGITS_JOB, "comm_timeout_s": 60}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_nodes(job_file: Path, out: Path, logs: Path, *more: str) -> list[subprocess.Popen]:
     """Two torchruns, one rank each, meeting at one c10d rendezvous on loopback."""
-    endpoint = f"127.0.0.1:{free_port()}"
+    endpoint = f"127.0.0.1:{free_loopback_port()}"
     nodes = []
     for node in range(2):
         argv = [
