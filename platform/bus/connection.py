@@ -18,7 +18,7 @@ from redis.exceptions import AuthenticationError, NoPermissionError, ResponseErr
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from atoll.platform.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys
+from atoll.platform.bus.keys import AGENT_GROUP, CONTROL_GROUP, BusKeys, SiteKeys
 from atoll.platform.bus.messages import (
     AgentStatus,
     Beat,
@@ -110,8 +110,7 @@ class Bus:
 
     def status_sites(self) -> list[str]:
         """The sites that have a status stream."""
-        keys = self._do(lambda: list(self.redis.scan_iter(self.keys.status_streams, 1000)))
-        return sorted(self.keys.site_of_status_stream(str(k)) for k in keys)
+        return self._sites_with(self.keys.status)
 
     def read_status(
         self, sites: list[str], consumer: str, block_ms: int, pending: bool = False
@@ -135,13 +134,7 @@ class Bus:
                 return []
             return cast(StreamReply, reply or [])
 
-        reports = []
-        for stream, entries in self._do(read):
-            site = self.keys.site_of_status_stream(stream)
-            for entry, fields in entries:
-                status = None if fields is None else _parse(AgentStatus, fields)
-                reports.append((site, entry, _own(site, status)))
-        return reports
+        return _own_entries(self._do(read), self.keys.status, AgentStatus)
 
     def ack_status(self, site: str, entry_ids: list[str]) -> None:
         if entry_ids:
@@ -165,8 +158,7 @@ class Bus:
 
     def telemetry_sites(self) -> list[str]:
         """The sites that have a telemetry stream."""
-        keys = self._do(lambda: list(self.redis.scan_iter(self.keys.telemetry_streams, 1000)))
-        return sorted(self.keys.site_of_telemetry_stream(str(k)) for k in keys)
+        return self._sites_with(self.keys.telemetry)
 
     def read_telemetry(
         self, after: dict[str, str], block_ms: int, count: int = 500
@@ -177,13 +169,7 @@ class Bus:
             return []
         streams: dict[Any, Any] = {self.keys.telemetry(s): entry for s, entry in after.items()}
         found = self._do(lambda: self.redis.xread(streams, count=count, block=block_ms))
-        read = []
-        for stream, entries in cast(StreamReply, found or []):
-            site = self.keys.site_of_telemetry_stream(stream)
-            for entry, fields in entries:
-                sample = None if fields is None else _parse(Telemetry, fields)
-                read.append((site, entry, _own(site, sample)))
-        return read
+        return _own_entries(cast(StreamReply, found or []), self.keys.telemetry, Telemetry)
 
     def last_telemetry_id(self, site: str) -> str:
         """The site's newest sample's id ("0-0" when there is none)."""
@@ -230,6 +216,10 @@ class Bus:
         self._do(lambda: cast(Any, self.redis).execute_command("ACL", "DELUSER", user))
 
     # -- plumbing ------------------------------------------------------------------
+
+    def _sites_with(self, keys: SiteKeys) -> list[str]:
+        found = self._do(lambda: list(self.redis.scan_iter(keys.pattern, 1000)))
+        return sorted(keys.site_of(str(k)) for k in found)
 
     def _read_group(
         self,
@@ -336,6 +326,20 @@ def keep_trying(
             down = False
             log.warning("%s: Redis is back", what)
             backoff.reset()
+
+
+def _own_entries(
+    reply: StreamReply, keys: SiteKeys, model: type[SiteMessage]
+) -> list[tuple[str, str, SiteMessage | None]]:
+    """(site, entry id, message) for each entry of the sites' streams that `reply` holds;
+    an unreadable message, or one that names another site, as None."""
+    read = []
+    for stream, entries in reply:
+        site = keys.site_of(stream)
+        for entry, fields in entries:
+            message = None if fields is None else _parse(model, fields)
+            read.append((site, entry, _own(site, message)))
+    return read
 
 
 def _own(site: str, message: SiteMessage | None) -> SiteMessage | None:

@@ -16,43 +16,49 @@ def liveness_ttl_s(heartbeat_s: float) -> float:
 
 
 @dataclass(frozen=True)
+class SiteKeys:
+    """One key per site under a common stem: `keys(site)` is `<stem>:<site>`."""
+
+    stem: str
+
+    def __call__(self, site: str) -> str:
+        return f"{self.stem}:{site}"
+
+    @property
+    def pattern(self) -> str:
+        """A SCAN pattern that matches every site's key."""
+        return f"{self.stem}:*"
+
+    def site_of(self, key: str) -> str:
+        return key.removeprefix(f"{self.stem}:")
+
+
+@dataclass(frozen=True)
 class BusKeys:
     prefix: str = "atoll"
 
-    def commands(self, site: str) -> str:
-        return f"{self.prefix}:commands:{site}"
-
-    def status(self, site: str) -> str:
-        """A site's status reports: a stream of its own, like its telemetry."""
-        return f"{self.prefix}:status:{site}"
+    @property
+    def commands(self) -> SiteKeys:
+        """A site's commands: a stream its agent reads through its consumer group."""
+        return SiteKeys(f"{self.prefix}:commands")
 
     @property
-    def status_streams(self) -> str:
-        return f"{self.prefix}:status:*"
+    def status(self) -> SiteKeys:
+        """A site's status reports: a stream of its own, like its telemetry."""
+        return SiteKeys(f"{self.prefix}:status")
 
-    def site_of_status_stream(self, key: str) -> str:
-        return key.removeprefix(f"{self.prefix}:status:")
-
-    def telemetry(self, site: str) -> str:
+    @property
+    def telemetry(self) -> SiteKeys:
         """A site's telemetry: a stream of its own, which only its Redis user may append to,
         so a sample is the site's whatever it says (platform/bus/acl.py)."""
-        return f"{self.prefix}:telemetry:{site}"
+        return SiteKeys(f"{self.prefix}:telemetry")
 
     @property
-    def telemetry_streams(self) -> str:
-        """A SCAN pattern that matches every site's telemetry stream."""
-        return f"{self.prefix}:telemetry:*"
-
-    def site_of_telemetry_stream(self, key: str) -> str:
-        return key.removeprefix(f"{self.prefix}:telemetry:")
+    def alive(self) -> SiteKeys:
+        """A site's liveness key: its agent's last `Beat`, which expires unless renewed."""
+        return SiteKeys(f"{self.prefix}:alive")
 
     @property
     def crl(self) -> str:
         """The CA's certificate revocation list (PEM), for every site to read."""
         return f"{self.prefix}:crl"
-
-    def alive(self, site: str) -> str:
-        return f"{self.prefix}:alive:{site}"
-
-    def site_of_alive_key(self, key: str) -> str:
-        return key.removeprefix(f"{self.prefix}:alive:")

@@ -112,14 +112,8 @@ class Connector:
                 link = self.links[hello.site]
                 self._check_certificate(ws, hello.site)
                 shaper = link.new_shaper()
-                transcript = Transcript(
-                    dialer=hello.site,
-                    acceptor=self.site,
-                    dialer_incarnation=hello.incarnation,
-                    acceptor_incarnation=self.incarnation,
-                    dialer_nonce=hello.nonce,
-                    acceptor_nonce=new_nonce(),
-                )
+                # check_hello made sure that the dialer named this site as its peer
+                transcript = Transcript.of(hello, self.incarnation, new_nonce())
                 challenge = Challenge(
                     self.incarnation,
                     transcript.acceptor_nonce,
@@ -190,14 +184,7 @@ class Connector:
                 hello = Hello(self.site, link.peer, self.incarnation, nonce)
                 await link.send_shaped(ws, shaper, encode(hello))
                 challenge = await _expect(ws, Challenge, link.peer)
-                transcript = Transcript(
-                    dialer=self.site,
-                    acceptor=link.peer,
-                    dialer_incarnation=self.incarnation,
-                    acceptor_incarnation=challenge.incarnation,
-                    dialer_nonce=nonce,
-                    acceptor_nonce=challenge.nonce,
-                )
+                transcript = Transcript.of(hello, challenge.incarnation, challenge.nonce)
                 if not transcript.verify(self._secret, "acceptor", challenge.proof):
                     raise AuthenticationFailed(
                         f"{link.peer!r} failed the challenge: {_OTHER_SECRET}"

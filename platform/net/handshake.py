@@ -69,6 +69,19 @@ class Transcript:
     dialer_nonce: bytes
     acceptor_nonce: bytes
 
+    @classmethod
+    def of(cls, hello: Hello, acceptor_incarnation: bytes, acceptor_nonce: bytes) -> "Transcript":
+        """The dialer's HELLO and the acceptor's incarnation and nonce (its CHALLENGE): both
+        sides build the transcript from these same frames, so both sign the same bytes."""
+        return cls(
+            dialer=hello.site,
+            acceptor=hello.peer,
+            dialer_incarnation=hello.incarnation,
+            acceptor_incarnation=acceptor_incarnation,
+            dialer_nonce=hello.nonce,
+            acceptor_nonce=acceptor_nonce,
+        )
+
     def proof(self, secret: bytes, role: Role) -> bytes:
         message = b"".join(
             _field(part)

@@ -4,27 +4,40 @@ import torch
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from fmnist_flower.task import Net, load_data
+from fmnist_flower.task import Dataset, Net, load_data
 from fmnist_flower.task import test as test_fn
 from fmnist_flower.task import train as train_fn
 
 app = ClientApp()
 
 
-def _device(context: Context) -> tuple[int, int]:
-    return int(context.node_config["partition-id"]), int(context.node_config["num-partitions"])
+def _received_model(msg: Message) -> Net:
+    # one thread: the devices of a simulation share the machine's cores
+    torch.set_num_threads(1)
+    model = Net()
+    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
+    return model
+
+
+def _partition_id(context: Context) -> int:
+    return int(context.node_config["partition-id"])
+
+
+def _device_data(context: Context) -> tuple[Dataset, Dataset]:
+    """This device's (train, test) data: its partition of the dataset."""
+    num_partitions = int(context.node_config["num-partitions"])
+    return load_data(_partition_id(context), num_partitions, dict(context.run_config))
 
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
     """Train the received model on this device's data."""
-    torch.set_num_threads(1)
-    model = Net()
-    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
-    partition_id, num_partitions = _device(context)
-    trainset, _ = load_data(partition_id, num_partitions, dict(context.run_config))
+    model = _received_model(msg)
+    trainset, _ = _device_data(context)
     server_round = int(msg.content["config"]["server-round"])
-    seed = int(context.run_config["seed"]) * 1_000_003 + server_round * 1009 + partition_id
+    seed = (
+        int(context.run_config["seed"]) * 1_000_003 + server_round * 1009 + _partition_id(context)
+    )
     torch.manual_seed(seed)
     loss = train_fn(
         model,
@@ -42,11 +55,8 @@ def train(msg: Message, context: Context) -> Message:
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
     """Test the received model on this device's test data."""
-    torch.set_num_threads(1)
-    model = Net()
-    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
-    partition_id, num_partitions = _device(context)
-    _, testset = load_data(partition_id, num_partitions, dict(context.run_config))
+    model = _received_model(msg)
+    _, testset = _device_data(context)
     loss, accuracy = test_fn(model, testset)
     metrics = MetricRecord(
         {"eval_loss": loss, "eval_acc": accuracy, "num-examples": len(testset[1])}

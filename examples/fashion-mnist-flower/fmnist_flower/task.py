@@ -9,6 +9,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
 _MEAN, _STD = 0.2860, 0.3530
+Dataset = tuple[torch.Tensor, torch.Tensor]  # images, labels
 
 
 class Net(nn.Module):
@@ -67,9 +68,7 @@ def partition(labels: np.ndarray, parts: int, alpha: float, seed: int) -> list[n
     return [np.sort(np.array(s, dtype=np.int64)) for s in shares]
 
 
-def load_data(
-    partition_id: int, num_partitions: int, config: dict
-) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+def load_data(partition_id: int, num_partitions: int, config: dict) -> tuple[Dataset, Dataset]:
     """This device's training and test shares (only its own images are converted)."""
     folder, seed, alpha = str(config["data-dir"]), int(config["seed"]), float(config["alpha"])
     out = []
@@ -86,7 +85,7 @@ def load_data(
 
 def train(
     net: nn.Module,
-    data: tuple[torch.Tensor, torch.Tensor],
+    data: Dataset,
     epochs: int,
     lr: float,
     batch_size: int,
@@ -110,7 +109,7 @@ def train(
     return total / max(batches, 1)
 
 
-def test(net: nn.Module, data: tuple[torch.Tensor, torch.Tensor]) -> tuple[float, float]:
+def test(net: nn.Module, data: Dataset) -> tuple[float, float]:
     """Loss and accuracy on `data`."""
     x, y = data
     net.eval()

@@ -23,11 +23,11 @@ def raw_client(url: str) -> ClientConnection:
 
 def handshake_as(ws: ClientConnection, site: str, peer: str, incarnation: bytes) -> None:
     """Go through the dialer's side of the handshake by hand, with the right secret."""
-    nonce = new_nonce()
-    ws.send(encode(Hello(site, peer, incarnation, nonce)))
+    hello = Hello(site, peer, incarnation, new_nonce())
+    ws.send(encode(hello))
     challenge = decode(ws.recv(timeout=5))
     assert isinstance(challenge, Challenge)
-    transcript = Transcript(site, peer, incarnation, challenge.incarnation, nonce, challenge.nonce)
+    transcript = Transcript.of(hello, challenge.incarnation, challenge.nonce)
     ws.send(encode(Proof(transcript.proof(secret_bytes(SECRET), "dialer"), 0)))
 
 

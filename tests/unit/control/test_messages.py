@@ -37,5 +37,5 @@ def test_unknown_fields_and_bad_site_names_are_refused() -> None:
 def test_keys_are_under_the_prefix() -> None:
     keys = BusKeys("test-1")
     assert keys.commands("a") == "test-1:commands:a"
-    assert keys.site_of_alive_key(keys.alive("virginia")) == "virginia"
+    assert keys.alive.site_of(keys.alive("virginia")) == "virginia"
     assert {keys.status("a"), keys.telemetry("a")} == {"test-1:status:a", "test-1:telemetry:a"}

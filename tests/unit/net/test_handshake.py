@@ -25,6 +25,11 @@ TRANSCRIPT = Transcript(
 )
 
 
+def test_the_transcript_is_the_dialers_hello_and_the_acceptors_challenge() -> None:
+    hello = Hello("a", "b", b"\x01" * 16, b"\x03" * 32)
+    assert Transcript.of(hello, b"\x02" * 16, b"\x04" * 32) == TRANSCRIPT
+
+
 def test_each_side_verifies_the_other_sides_proof() -> None:
     for role in ("dialer", "acceptor"):
         assert TRANSCRIPT.verify(SECRET, role, TRANSCRIPT.proof(SECRET, role))
