@@ -33,32 +33,19 @@ class SiteKeys:
         return key.removeprefix(f"{self.stem}:")
 
 
-@dataclass(frozen=True)
 class BusKeys:
-    prefix: str = "atoll"
+    """Every key of one deployment, under its prefix."""
 
-    @property
-    def commands(self) -> SiteKeys:
-        """A site's commands: a stream its agent reads through its consumer group."""
-        return SiteKeys(f"{self.prefix}:commands")
-
-    @property
-    def status(self) -> SiteKeys:
-        """A site's status reports: a stream of its own, like its telemetry."""
-        return SiteKeys(f"{self.prefix}:status")
-
-    @property
-    def telemetry(self) -> SiteKeys:
-        """A site's telemetry: a stream of its own, which only its Redis user may append to,
-        so a sample is the site's whatever it says (platform/bus/acl.py)."""
-        return SiteKeys(f"{self.prefix}:telemetry")
-
-    @property
-    def alive(self) -> SiteKeys:
-        """A site's liveness key: its agent's last `Beat`, which expires unless renewed."""
-        return SiteKeys(f"{self.prefix}:alive")
-
-    @property
-    def crl(self) -> str:
-        """The CA's certificate revocation list (PEM), for every site to read."""
-        return f"{self.prefix}:crl"
+    def __init__(self, prefix: str = "atoll") -> None:
+        self.prefix = prefix
+        # Per site: its commands, a stream its agent reads through its consumer group;
+        self.commands = SiteKeys(f"{prefix}:commands")
+        # its status reports, a stream of its own like its telemetry;
+        self.status = SiteKeys(f"{prefix}:status")
+        # its telemetry, a stream that only its Redis user may append to, so a sample is the
+        # site's whatever it says (platform/bus/acl.py);
+        self.telemetry = SiteKeys(f"{prefix}:telemetry")
+        # its liveness key, its agent's last `Beat`, which lapses unless renewed (`liveness_ttl_s`).
+        self.alive = SiteKeys(f"{prefix}:alive")
+        # The CA's certificate revocation list (PEM), for every site to read.
+        self.crl = f"{prefix}:crl"

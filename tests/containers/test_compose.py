@@ -11,15 +11,16 @@ import shutil
 import ssl
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 from containers.compose_stack import ComposeProject, build_image, compose_binary, podman_works
-from integration.control.harness import DIGITS_JOB, SITES, job_end, site_clock, wait_for
+from integration.control.harness import DIGITS_JOB, SITES, job_end, wait_for, wait_for_clock
 from support import require
 
 from atoll.platform.control.client import ControlClient
-from atoll.platform.control.schemas import SiteOut
+from atoll.platform.control.schemas import JobOut, SiteOut
 from atoll.registry.client import RegistryClient
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(2400)]
@@ -82,9 +83,14 @@ def idle_sites(control: ControlClient) -> dict[str, SiteOut]:
 
 
 def wait_all_idle(control: ControlClient) -> None:
-    """Before a job: an agent takes one job at a time and refuses another while its last
-    one winds down (a site left behind by a job that ended without it is cancelled)."""
     wait_for("every agent online and idle", lambda: set(idle_sites(control)) == set(SITES), 120)
+
+
+def submit(control: ControlClient, spec: dict[str, Any], name: str) -> JobOut:
+    """Once every agent is idle: an agent takes one job at a time and refuses another while
+    its last one winds down (a site left behind by a job that ended without it is cancelled)."""
+    wait_all_idle(control)
+    return control.submit(spec, name=name)
 
 
 def edge(site: str) -> str:
@@ -125,8 +131,7 @@ def test_every_service_comes_up_healthy_and_each_role_answers(
 
 
 def test_a_job_runs_across_the_three_agent_containers(control: ControlClient) -> None:
-    wait_all_idle(control)
-    job = control.submit(JOB, name="compose")
+    job = submit(control, JOB, "compose")
     done = job_end(control, job.id, JOB_S)
     assert done.state == "completed", done.message
     assert {s.site for s in done.sites} == set(SITES)
@@ -138,10 +143,9 @@ def test_a_job_runs_across_the_three_agent_containers(control: ControlClient) ->
 def test_an_agent_container_killed_mid_job_is_restarted_and_rejoins(
     project: ComposeProject, control: ControlClient
 ) -> None:
-    wait_all_idle(control)
-    job = control.submit(LONG_JOB, name="agent-crash")
+    job = submit(control, LONG_JOB, "agent-crash")
     # Past frankfurt's first checkpoint (clock 50), so that it has one to resume from.
-    wait_for("frankfurt at clock 55", lambda: site_clock(control, job.id, "frankfurt") >= 55, JOB_S)
+    wait_for_clock(control, job.id, "frankfurt", 55, JOB_S)
     restarts = project.crash(edge("frankfurt"))
     # No one but podman starts it again: its restart policy (`restart: unless-stopped`).
     wait_for(
@@ -160,9 +164,8 @@ def test_an_agent_container_killed_mid_job_is_restarted_and_rejoins(
 def test_a_redis_restart_mid_job_is_survived(
     project: ComposeProject, control: ControlClient
 ) -> None:
-    wait_all_idle(control)
-    job = control.submit(JOB, name="redis-restart")
-    wait_for("virginia at clock 30", lambda: site_clock(control, job.id, "virginia") >= 30, JOB_S)
+    job = submit(control, JOB, "redis-restart")
+    wait_for_clock(control, job.id, "virginia", 30, JOB_S)
     project.compose("restart", "redis")  # it comes back empty: Redis keeps nothing
     wait_for("every site online again", lambda: all_online(control, job.id), 120)
     done = job_end(control, job.id, JOB_S)

@@ -209,6 +209,15 @@ def site_clock(client: ControlClient, job_id: str, site: str) -> int:
     return next(s.clock for s in job.sites if s.site == site)
 
 
+def wait_for_clock(
+    client: ControlClient, job_id: str, site: str, clock: int, timeout_s: float
+) -> None:
+    """Until the site's clock reaches `clock` (see `site_clock`)."""
+    wait_for(
+        f"{site} at clock {clock}", lambda: site_clock(client, job_id, site) >= clock, timeout_s
+    )
+
+
 def job_end(client: ControlClient, job_id: str, timeout_s: float) -> JobOut:
     """The job once it has ended: completed, failed or cancelled."""
     return wait_for(

@@ -17,6 +17,7 @@ from integration.control.harness import (
     site_clock,
     three_sites,
     wait_for,
+    wait_for_clock,
 )
 from support import process_exists
 
@@ -104,7 +105,7 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     away; a control-plane restart. Neither Redis nor the control plane carries training."""
     job = client.submit(JOB, name="faults")
     # kill -9 of frankfurt's agent, past its first checkpoint (clock 50).
-    wait_for("frankfurt at clock 55", lambda: site_clock(client, job.id, "frankfurt") >= 55, JOB_S)
+    wait_for_clock(client, job.id, "frankfurt", 55, JOB_S)
     agent_file = deployment.root / "edge" / "frankfurt" / "state" / "agent.json"
     site_pid = json.loads(agent_file.read_text())["jobs"][job.id]["pid"]
     deployment.agents["frankfurt"].kill()

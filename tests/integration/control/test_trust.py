@@ -20,6 +20,7 @@ from integration.control.harness import (
     site_clock,
     three_sites,
     wait_for,
+    wait_for_clock,
 )
 
 from atoll.localstack.deployment import LocalDeployment
@@ -191,7 +192,7 @@ def test_a_revoked_site_cannot_rejoin_a_running_job_while_the_others_go_on(
 ) -> None:
     clocks = 20_000  # longer than the test: it is cancelled at the end
     job = client.submit({**JOB, "clocks": clocks, "partition": "iid"}, name="revoked")
-    wait_for("frankfurt to train", lambda: site_clock(client, job.id, "frankfurt") >= 20, JOB_S)
+    wait_for_clock(client, job.id, "frankfurt", 20, JOB_S)
     client.revoke("frankfurt")
     deployment.agents["frankfurt"].kill_group()  # its site goes down with its agent
     # The other agents have the new revocation list (they read it every 10 s) ...

@@ -39,3 +39,4 @@ def test_keys_are_under_the_prefix() -> None:
     assert keys.commands("a") == "test-1:commands:a"
     assert keys.alive.site_of(keys.alive("virginia")) == "virginia"
     assert {keys.status("a"), keys.telemetry("a")} == {"test-1:status:a", "test-1:telemetry:a"}
+    assert keys.telemetry.pattern == "test-1:telemetry:*"
