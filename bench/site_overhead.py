@@ -6,12 +6,20 @@ Targets: `ratio_1_worker` >= 0.95; `scaling_2_workers` >= 1.8. The setups altern
 (the order rotates every repeat) and each figure is the median of the repeats, with
 their spread: a shared VM's speed drifts over minutes. The load average before and after
 is recorded, because on a busy machine these figures measure the neighbours too.
+
+Every measurement runs in a fresh Python process (`python -m atoll.bench.site_overhead`):
+run one after another in the bench's own process, the sites measured slower each repeat
+while a site run alone matched the plain loop, so what a setup inherits from the ones
+before it (allocator, fork server, thread pools) is kept out of the figures.
 """
 
+import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +38,7 @@ TARGET_RATIO = 0.95
 TARGET_SCALING = 1.8
 _WARMUP_STEPS = 20
 PLAIN, ONE, TWO = "plain loop, 1 thread", "site, 1 worker x 1 thread", "site, 2 workers x 1 thread"
+SETUPS = [PLAIN, ONE, TWO]
 
 
 @contextmanager
@@ -59,35 +68,20 @@ def run(
 ) -> dict[str, Any]:
     console = console or Console()
     load_before = os.getloadavg()
-    train = load_dataset(dataset).train
     job = SiteJob(
         dataset=dataset, model=model, batch_size=batch_size, steps=steps, threads=1,
         pin_cores=pin_cores, checkpoint_every=steps,
     )  # fmt: skip
 
-    def plain_loop(repeat: int, tmp: Path) -> float:
-        with _one_thread(pin_cores):
-            train_single_process(job, train, _WARMUP_STEPS)
-            return train_single_process(job, train, steps).samples_per_s(batch_size)
-
-    def site(workers: int) -> Callable[[int, Path], float]:
-        def measure(repeat: int, tmp: Path) -> float:
-            update = {"workers": workers, "shards": workers}
-            folder = tmp / f"{repeat}-{workers}"
-            summary = train_site(job.model_copy(update=update), folder, overwrite=True)
-            return float(summary["samples_per_s"])
-
-        return measure
-
-    setups = {PLAIN: plain_loop, ONE: site(1), TWO: site(2)}
-    samples: dict[str, list[float]] = {name: [] for name in setups}
+    samples: dict[str, list[float]] = {name: [] for name in SETUPS}
     with tempfile.TemporaryDirectory(prefix="atoll-bench-") as tmp:
         for repeat in range(repeats):
-            names = list(setups)
-            names = names[repeat % len(names) :] + names[: repeat % len(names)]
+            names = SETUPS[repeat % len(SETUPS) :] + SETUPS[: repeat % len(SETUPS)]
             console.print(f"repeat {repeat + 1}/{repeats}: {', '.join(names)}")
-            for name in names:
-                samples[name].append(setups[name](repeat, Path(tmp)))
+            for index, name in enumerate(names):
+                folder = Path(tmp) / f"{repeat}-{index}"
+                folder.mkdir()
+                samples[name].append(_in_fresh_process(name, job, folder))
     median = {name: statistics.median(values) for name, values in samples.items()}
     ratio, scaling = median[ONE] / median[PLAIN], median[TWO] / median[ONE]
     rows: list[dict[str, Any]] = [
@@ -139,3 +133,33 @@ def run(
     write_json(out, result)
     console.print(f"wrote {out}")
     return result
+
+
+def measure(setup: str, job: SiteJob, folder: Path) -> float:
+    """Samples/s of one setup, measured in this process."""
+    if setup == PLAIN:
+        train = load_dataset(job.dataset).train
+        with _one_thread(job.pin_cores):
+            train_single_process(job, train, _WARMUP_STEPS)
+            return train_single_process(job, train, job.steps or 0).samples_per_s(job.batch_size)
+    workers = {ONE: 1, TWO: 2}[setup]
+    update = {"workers": workers, "shards": workers}
+    summary = train_site(job.model_copy(update=update), folder / "site", overwrite=True)
+    return float(summary["samples_per_s"])
+
+
+def _in_fresh_process(setup: str, job: SiteJob, folder: Path) -> float:
+    result = folder / "samples_per_s.json"
+    command = [sys.executable, "-m", "atoll.bench.site_overhead", setup, str(folder)]
+    (folder / "job.json").write_text(job.model_dump_json())
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0 or not result.is_file():
+        raise RuntimeError(f"{setup}: the measurement failed:\n{done.stderr[-4000:]}")
+    return float(json.loads(result.read_text())["samples_per_s"])
+
+
+if __name__ == "__main__":
+    setup_name, run_folder = sys.argv[1], Path(sys.argv[2])
+    site_job = SiteJob.model_validate_json((run_folder / "job.json").read_text())
+    samples_per_s = measure(setup_name, site_job, run_folder)
+    write_json(run_folder / "samples_per_s.json", {"samples_per_s": samples_per_s})
