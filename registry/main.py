@@ -24,7 +24,7 @@ from atoll.registry.core.batcher import Batcher, ShardedBatcher
 from atoll.registry.core.config import RegistrySettings, registry_settings
 from atoll.registry.core.limits import BodyLimit
 from atoll.registry.core.metrics import REPORT_BATCH, RequestMetrics
-from atoll.registry.core.snapshot import SiteRow
+from atoll.registry.core.snapshot import Facts, SiteRow
 from atoll.registry.core.tokencache import TokenCache
 from atoll.registry.crud import report_store
 from atoll.registry.crud.neighbours import LiveSnapshot
@@ -100,6 +100,7 @@ def _store_reports(
                     report.model_signature,
                     np.asarray(report.class_priors),
                     report.created_at.timestamp(),
+                    Facts(report.model_version, report.accuracy, report.samples, report.drift),
                 )
                 for outcome in outcomes
                 if not isinstance(outcome, Exception)

@@ -4,21 +4,30 @@ The hot read of the service, so it runs on a Core connection with statements bui
 once. The candidates come from the server process's `LiveSnapshot` (every reporting
 site's latest priors in memory, reloaded from the database every `refresh_s` by a thread
 of its own, and told at once of the reports this process stores), or, with no snapshot,
-from the database at each query. The asking site's priors and the k winners' details
-are read from the database.
+from the database at each query. With a snapshot, a query whose site and winners it
+knows is answered from memory alone (`answer_from_snapshot`: no database, no worker
+thread); otherwise the asking site's priors and the k winners' details are read from
+the database.
 """
 
 import logging
 import threading
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, and_, bindparam, select
+from sqlalchemy import Connection, Row, and_, bindparam, select
 
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Conflict, NotFound
-from atoll.registry.core.snapshot import PriorsSnapshot, Ranking, SignatureRows, SiteRow
+from atoll.registry.core.snapshot import (
+    PriorsSnapshot,
+    Profile,
+    Ranking,
+    SignatureRows,
+    SiteRow,
+)
 from atoll.registry.models import Report, Site
 from atoll.registry.neighbours import priors_from_bytes, rank_neighbours, stack_priors
 from atoll.registry.schemas import Neighbour, NeighbourList
@@ -57,13 +66,30 @@ _DETAILS = (
 
 
 # What a snapshot loads: every registered site's latest priors, live or not (each query
-# has its own window).
-_EVERYONE = select(
-    _sites.c.id, _sites.c.model_signature, _sites.c.latest_priors, _sites.c.last_seen_at
-).where(
-    _sites.c.deregistered_at.is_(None),
-    _sites.c.latest_priors.is_not(None),
-    _sites.c.model_signature.is_not(None),
+# has its own window), and its profile (the columns after the first four, `Profile`'s).
+_EVERYONE = (
+    select(
+        _sites.c.id,
+        _sites.c.model_signature,
+        _sites.c.latest_priors,
+        _sites.c.last_seen_at,
+        _sites.c.name,
+        _sites.c.region,
+        _sites.c.endpoint,
+        _sites.c.model_version,
+        _reports.c.accuracy,
+        _reports.c.samples,
+        _reports.c.drift,
+    )
+    .outerjoin(
+        _reports,
+        and_(_reports.c.site_id == _sites.c.id, _reports.c.seq == _sites.c.reports_total),
+    )
+    .where(
+        _sites.c.deregistered_at.is_(None),
+        _sites.c.latest_priors.is_not(None),
+        _sites.c.model_signature.is_not(None),
+    )
 )
 
 
@@ -80,6 +106,7 @@ class LiveSnapshot:
         self._snapshot = PriorsSnapshot()
         self._lock = threading.Lock()
         self._during_reload: list[SiteRow] | None = None
+        self._changed_during_reload: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -103,17 +130,19 @@ class LiveSnapshot:
 
     def reload(self) -> None:
         with self._lock:
-            self._during_reload = []
+            self._during_reload, self._changed_during_reload = [], []
         try:
             with self.database.reader.connect() as conn:
                 rows = conn.execute(_EVERYONE).all()
-            fresh = PriorsSnapshot(_by_signature(rows))
+            fresh = PriorsSnapshot(_by_signature(rows), {r[0]: Profile._make(r[4:]) for r in rows})
         finally:
             with self._lock:
                 replay, self._during_reload = self._during_reload or [], None
         with self._lock:
             for row in replay:
                 fresh.put_if_newer(row)
+            for site_id in self._changed_during_reload:
+                fresh.changed(site_id)
             self._snapshot = fresh
 
     def stored(self, rows: Sequence[SiteRow]) -> None:
@@ -133,6 +162,17 @@ class LiveSnapshot:
         with self._lock:
             self._snapshot.forget(site_id)
 
+    def changed(self, site_id: str) -> None:
+        """This process changed the site's name, region or endpoint."""
+        with self._lock:
+            self._snapshot.changed(site_id)
+            if self._during_reload is not None:  # the load under way may have read the old
+                self._changed_during_reload.append(site_id)
+
+    def profiles(self, site_ids: Sequence[str]) -> dict[str, tuple[Profile, float]]:
+        with self._lock:
+            return self._snapshot.profiles(site_ids)
+
     def latest(self, site_id: str) -> tuple[str, np.ndarray] | None:
         with self._lock:
             return self._snapshot.latest(site_id)
@@ -147,8 +187,8 @@ class LiveSnapshot:
         return candidates.rank(target, k, since_s)
 
 
-def _by_signature(rows: Sequence[tuple[str, str, bytes, datetime]]) -> list[SignatureRows]:
-    grouped: dict[str, list[tuple[str, str, bytes, datetime]]] = {}
+def _by_signature(rows: Sequence[Row[Any]]) -> list[SignatureRows]:
+    grouped: dict[str, list[Row[Any]]] = {}
     for row in rows:
         grouped.setdefault(row[1], []).append(row)
     return [
@@ -160,6 +200,46 @@ def _by_signature(rows: Sequence[tuple[str, str, bytes, datetime]]) -> list[Sign
         )
         for signature, group in grouped.items()
     ]
+
+
+def answer_from_snapshot(
+    snapshot: LiveSnapshot,
+    priors: np.ndarray | None,
+    signature: str | None,
+    k: int,
+    exclude: Sequence[str],
+    now: datetime,
+    window_s: float,
+    site_id: str | None = None,
+) -> NeighbourList | None:
+    """The answer from memory alone, or None when the snapshot lacks something it needs:
+    the asking site (`priors` None: the site's own, from the snapshot), or a winner's
+    profile (a site registered, or renamed, since the last load). Then ask the database."""
+    if priors is None or signature is None:
+        if site_id is None or (latest := snapshot.latest(site_id)) is None:
+            return None
+        signature, priors = latest
+    since = now - timedelta(seconds=window_s)
+    ranking = snapshot.rank(signature, priors, k, exclude, since.timestamp())
+    profiles = snapshot.profiles([r.site_id for r in ranking.neighbours])
+    if len(profiles) < len(ranking.neighbours):
+        return None
+    return NeighbourList(
+        site_id=site_id,
+        model_signature=signature,
+        k=k,
+        candidates=ranking.candidates,
+        window_s=window_s,
+        neighbours=[
+            Neighbour(
+                site_id=r.site_id,
+                divergence=r.divergence,
+                last_seen_at=datetime.fromtimestamp(profiles[r.site_id][1], UTC),
+                **profiles[r.site_id][0]._asdict(),
+            )
+            for r in ranking.neighbours
+        ],
+    )
 
 
 def neighbours_of_site(
