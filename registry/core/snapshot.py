@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from atoll.registry.neighbours import Ranked, js_divergences, nearest, self_terms
+from atoll.registry.neighbours import Ranked, nearest_rows, self_terms
 
 _INITIAL_ROWS = 64
 
@@ -276,5 +276,6 @@ class Candidates:
         if not self.site_ids:
             return Ranking([], 0)
         eligible = self.seen_s >= since_s
-        divergences = js_divergences(np.asarray(target, dtype=np.float64), self.priors, self.terms)
-        return Ranking(nearest(divergences, self.site_ids, k, eligible), int(eligible.sum()))
+        target = np.asarray(target, dtype=np.float64)
+        neighbours = nearest_rows(target, self.priors, self.terms, self.site_ids, k, eligible)
+        return Ranking(neighbours, int(eligible.sum()))
