@@ -28,6 +28,7 @@ from atoll.registry.core.snapshot import Facts, SiteRow
 from atoll.registry.core.tokencache import TokenCache
 from atoll.registry.crud import report_store
 from atoll.registry.crud.neighbours import LiveSnapshot
+from atoll.registry.crud.tokens import RevocationWatch
 from atoll.registry.migrate import SCHEMA
 
 
@@ -55,9 +56,15 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
             app.state.token_lookups = Batcher(
                 "token-lookups", partial(look_up_tokens, database)
             ).start()
+            cache: TokenCache = app.state.token_cache
+            watch = None
+            if cache.enabled:
+                watch = RevocationWatch(database, cache, settings.auth_cache_s).start()
             try:
                 yield
             finally:
+                if watch is not None:
+                    watch.close()
                 app.state.token_lookups.close()
                 app.state.report_writer.close()
                 if snapshot is not None:
@@ -75,7 +82,7 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
             "Errors are JSON (`ErrorBody`) naming each field and its problem."
         ),
     )
-    app.state.token_cache = TokenCache(settings.auth_cache_s)
+    app.state.token_cache = TokenCache(enabled=settings.auth_cache_s > 0)
     # The last added runs outermost: metrics time everything, refused big bodies too.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetrics)
