@@ -4,6 +4,7 @@ Plain functions over arrays, no I/O. Divergence is in bits, so it lies in
 [0, 1]: 0 for identical priors, 1 for priors with no class in common.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -102,7 +103,7 @@ def screen_tolerance(classes: int) -> float:
     float64 one: float32 sums of n terms are good to n * epsilon of the terms' absolute
     sum, which for sum x log2 x over a distribution is at most log2(n) (+ 1 for sum x);
     three such sums make a divergence. With room to spare (x 2)."""
-    return 2 * 2 * 3 * classes * _EPSILON_32 * (np.log2(max(classes, 2)) + 1) + 1e-9
+    return 2 * 2 * 3 * classes * _EPSILON_32 * (math.log2(max(classes, 2)) + 1) + 1e-9
 
 
 def js_divergences_32(

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Row, and_, bindparam, select
+from sqlalchemy import Connection, and_, bindparam, select
 
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Conflict, NotFound
@@ -187,8 +187,8 @@ class LiveSnapshot:
         return candidates.rank(target, k, since_s)
 
 
-def _by_signature(rows: Sequence[Row[Any]]) -> list[SignatureRows]:
-    grouped: dict[str, list[Row[Any]]] = {}
+def _by_signature(rows: Sequence[Sequence[Any]]) -> list[SignatureRows]:
+    grouped: dict[str, list[Sequence[Any]]] = {}
     for row in rows:
         grouped.setdefault(row[1], []).append(row)
     return [
