@@ -12,7 +12,7 @@ the database.
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +21,7 @@ from sqlalchemy import Connection, and_, bindparam, select
 
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Conflict, NotFound
+from atoll.registry.core.periodic import Periodic
 from atoll.registry.core.snapshot import (
     PriorsSnapshot,
     Profile,
@@ -45,52 +46,41 @@ _CANDIDATES = select(_sites.c.id, _sites.c.latest_priors).where(
     _sites.c.deregistered_at.is_(None),
     _sites.c.latest_priors.is_not(None),
 )
+# What an answer says of a site, `Profile`'s fields in its order: from the site's row and
+# its latest report.
+_PROFILE = (
+    _sites.c.name,
+    _sites.c.region,
+    _sites.c.endpoint,
+    _sites.c.model_version,
+    _reports.c.accuracy,
+    _reports.c.samples,
+    _reports.c.drift,
+)
+_WITH_LATEST_REPORT = _sites.outerjoin(
+    _reports, and_(_reports.c.site_id == _sites.c.id, _reports.c.seq == _sites.c.reports_total)
+)
 _DETAILS = (
-    select(
-        _sites.c.id,
-        _sites.c.name,
-        _sites.c.region,
-        _sites.c.endpoint,
-        _sites.c.model_version,
-        _sites.c.last_seen_at,
-        _reports.c.accuracy,
-        _reports.c.samples,
-        _reports.c.drift,
-    )
-    .outerjoin(
-        _reports,
-        and_(_reports.c.site_id == _sites.c.id, _reports.c.seq == _sites.c.reports_total),
-    )
+    select(_sites.c.id, _sites.c.last_seen_at, *_PROFILE)
+    .select_from(_WITH_LATEST_REPORT)
     .where(_sites.c.id.in_(bindparam("b_ids", expanding=True)))
 )
 
 
 # What a snapshot loads: every registered site's latest priors, live or not (each query
-# has its own window), and its profile (the columns after the first four, `Profile`'s).
+# has its own window), and its profile (the columns after the first four).
 _EVERYONE = (
     select(
-        _sites.c.id,
-        _sites.c.model_signature,
-        _sites.c.latest_priors,
-        _sites.c.last_seen_at,
-        _sites.c.name,
-        _sites.c.region,
-        _sites.c.endpoint,
-        _sites.c.model_version,
-        _reports.c.accuracy,
-        _reports.c.samples,
-        _reports.c.drift,
+        _sites.c.id, _sites.c.model_signature, _sites.c.latest_priors, _sites.c.last_seen_at,
+        *_PROFILE,
     )
-    .outerjoin(
-        _reports,
-        and_(_reports.c.site_id == _sites.c.id, _reports.c.seq == _sites.c.reports_total),
-    )
+    .select_from(_WITH_LATEST_REPORT)
     .where(
         _sites.c.deregistered_at.is_(None),
         _sites.c.latest_priors.is_not(None),
         _sites.c.model_signature.is_not(None),
     )
-)
+)  # fmt: skip
 
 
 class LiveSnapshot:
@@ -107,26 +97,21 @@ class LiveSnapshot:
         self._lock = threading.Lock()
         self._during_reload: list[SiteRow] | None = None
         self._changed_during_reload: list[str] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._refresher = Periodic("neighbour-snapshot", refresh_s, self._refresh)
 
     def start(self) -> "LiveSnapshot":
         self.reload()
-        self._thread = threading.Thread(target=self._run, name="neighbour-snapshot", daemon=True)
-        self._thread.start()
+        self._refresher.start()
         return self
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._refresher.close()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.refresh_s):
-            try:
-                self.reload()
-            except Exception:  # the database is away for a moment: keep the last snapshot
-                _log.warning("reloading the neighbour snapshot failed", exc_info=True)
+    def _refresh(self) -> None:
+        try:
+            self.reload()
+        except Exception:  # the database is away for a moment: keep the last snapshot
+            _log.warning("reloading the neighbour snapshot failed", exc_info=True)
 
     def reload(self) -> None:
         with self._lock:
@@ -224,22 +209,11 @@ def answer_from_snapshot(
     profiles = snapshot.profiles([r.site_id for r in ranking.neighbours])
     if len(profiles) < len(ranking.neighbours):
         return None
-    return NeighbourList(
-        site_id=site_id,
-        model_signature=signature,
-        k=k,
-        candidates=ranking.candidates,
-        window_s=window_s,
-        neighbours=[
-            Neighbour(
-                site_id=r.site_id,
-                divergence=r.divergence,
-                last_seen_at=datetime.fromtimestamp(profiles[r.site_id][1], UTC),
-                **profiles[r.site_id][0]._asdict(),
-            )
-            for r in ranking.neighbours
-        ],
-    )
+    details = {
+        site: {**profile._asdict(), "last_seen_at": datetime.fromtimestamp(seen_s, UTC)}
+        for site, (profile, seen_s) in profiles.items()
+    }
+    return _answer(ranking, details, signature, k, window_s, site_id)
 
 
 def neighbours_of_site(
@@ -293,10 +267,22 @@ def rank(
         ranking = snapshot.rank(signature, target, k, exclude, since.timestamp())
     else:
         ranking = _rank_from_database(conn, target, signature, k, exclude, since)
-    details = {}
+    details: dict[str, Mapping[Any, Any]] = {}
     if ranking.neighbours:
         ids = [r.site_id for r in ranking.neighbours]
         details = {row["id"]: row for row in conn.execute(_DETAILS, {"b_ids": ids}).mappings()}
+    return _answer(ranking, details, signature, k, window_s, site_id)
+
+
+def _answer(
+    ranking: Ranking,
+    details: Mapping[str, Mapping[Any, Any]],
+    signature: str,
+    k: int,
+    window_s: float,
+    site_id: str | None,
+) -> NeighbourList:
+    """The winners with their details (`Neighbour`'s fields but the divergence), by site."""
     return NeighbourList(
         site_id=site_id,
         model_signature=signature,

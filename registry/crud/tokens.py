@@ -1,7 +1,6 @@
 """Site tokens: issued at registration and on rotation, stored only as hashes."""
 
 import logging
-import threading
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -12,6 +11,7 @@ from atoll.platform.service.database import Database
 from atoll.platform.service.errors import NotFound
 from atoll.platform.service.schemas import from_row
 from atoll.platform.service.security import hash_token, new_token, new_token_id, token_hint
+from atoll.registry.core.periodic import Periodic
 from atoll.registry.core.tokencache import Revocations, TokenCache
 from atoll.registry.models import Site, SiteToken
 from atoll.registry.schemas import TokenInfo
@@ -108,14 +108,12 @@ class RevocationWatch:
     trusted only while revocations are watched."""
 
     def __init__(self, database: Database, cache: TokenCache, interval_s: float) -> None:
-        self.database, self.cache, self.interval_s = database, cache, interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.database, self.cache = database, cache
+        self._watcher = Periodic("token-revocations", interval_s, self.check)
 
     def start(self) -> "RevocationWatch":
         self.check()
-        self._thread = threading.Thread(target=self._run, name="token-revocations", daemon=True)
-        self._thread.start()
+        self._watcher.start()
         return self
 
     def check(self) -> None:
@@ -123,16 +121,8 @@ class RevocationWatch:
             with self.database.reader.connect() as conn:
                 self.cache.watch(revocations(conn))
         except Exception:
-            _log.warning(
-                "reading token revocations failed; trusting no cached token", exc_info=True
-            )
+            _log.warning("reading token revocations failed: no cached token trusted", exc_info=True)
             self.cache.forget_all()
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.check()
+        self._watcher.close()

@@ -13,9 +13,9 @@ from integration.registry.service import (
     SIGNATURE,
     DatabaseFactory,
     Registry,
+    two_processes,
 )
 
-from atoll.localstack.registry import ServerProcess
 from atoll.registry.client import RegistryClient
 from atoll.registry.main import create_app
 
@@ -157,12 +157,7 @@ def test_other_server_processes_refuse_a_revoked_token_within_the_cache_interval
     """Process two trusts the tokens it verified until it reads that revocations moved:
     a token revoked, or its site deregistered, on process one."""
     env = {**LIMITS, "ATOLL_AUTH_CACHE_S": "0.3"}
-    with (
-        fresh_database() as url,
-        ServerProcess(url, ADMIN, tmp_path / "one", env=env) as one,
-        ServerProcess(url, ADMIN, tmp_path / "two", env=env) as two,
-        RegistryClient(one.url, ADMIN) as admin,
-    ):
+    with two_processes(fresh_database, tmp_path, env) as (_, _, two, admin):
         site = admin.register_site("revoked-elsewhere", "r")
         gone = admin.register_site("deregistered-elsewhere", "r")
         extra = admin.create_token(site.id)
