@@ -3,13 +3,13 @@ worker thread that a lookup needs). Sans I/O.
 
 A verified token stays trusted until the database may have revoked it. The server
 process that revokes a token forgets its site's entries at once; every process also
-watches a `Revocations` count (revoked tokens, deregistered sites, and the rows of
+watches `Revocations` (counts of revoked tokens, deregistered sites, and the rows of
 both tables), read from the database every `ATOLL_AUTH_CACHE_S`, and forgets every
-entry when it moves. So other processes honour a revocation within that interval, as
-with a time-to-live of that length, but a site that reports every ten seconds is not
-looked up every ten seconds (which a 1-second time-to-live did: at 10,000 sites, a
-lookup per request). Revocations are rare; after one, the cache refills as requests
-come. Only token hashes are kept, as in the database.
+entry when they say a token may have been revoked. So other processes honour a
+revocation within that interval, as with a time-to-live of that length, but a site that
+reports every ten seconds is not looked up every ten seconds (which a 1-second
+time-to-live did: at 10,000 sites, a lookup per request). Revocations are rare; after
+one, the cache refills as requests come. Only token hashes are kept, as in the database.
 """
 
 import threading
@@ -17,13 +17,24 @@ from typing import NamedTuple
 
 
 class Revocations(NamedTuple):
-    """Counts that only a revocation, a deregistration or a deleted row can move (tokens
-    are never un-revoked, sites never re-registered: a name is reused by a new row)."""
+    """Counts that a revocation, a deregistration or a deleted row moves (tokens are never
+    un-revoked, sites never re-registered: a name is reused by a new row)."""
 
     revoked_tokens: int
     tokens: int
     deregistered_sites: int
     sites: int
+
+    def revoke_since(self, before: "Revocations") -> bool:
+        """Whether a token trusted at `before` may have been revoked since: more revoked
+        tokens or deregistered sites, or fewer rows. More rows alone is registrations and
+        new tokens, which revoke nothing (and come in bursts: a fleet registering)."""
+        return (
+            self.revoked_tokens != before.revoked_tokens
+            or self.deregistered_sites != before.deregistered_sites
+            or self.tokens < before.tokens
+            or self.sites < before.sites
+        )
 
 
 class TokenCache:
@@ -70,13 +81,13 @@ class TokenCache:
             self._epoch += 1
 
     def watch(self, revocations: Revocations) -> bool:
-        """The counts as the database has them now; forgets every entry if they moved
-        since the last call (or on the first: nothing tells what came before). Whether it
-        forgot."""
+        """The counts as the database has them now; forgets every entry if they say a
+        token may have been revoked since the last call (or on the first: nothing tells
+        what came before). Whether it forgot."""
         with self._lock:
-            if revocations == self._revocations:
+            before, self._revocations = self._revocations, revocations
+            if before is not None and not revocations.revoke_since(before):
                 return False
-            self._revocations = revocations
             self._entries.clear()
             self._epoch += 1
             return True

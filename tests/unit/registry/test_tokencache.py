@@ -39,6 +39,16 @@ def test_any_count_that_moves_forgets_every_token(moved: Revocations) -> None:
     assert cache.get("a") == ("site-1", "t1")
 
 
+def test_registrations_and_new_tokens_revoke_nothing() -> None:
+    cache = watched()
+    cache.put("a", "site-1", "t1", cache.epoch)
+    assert not cache.watch(QUIET._replace(tokens=4, sites=3))  # a site registered
+    assert not cache.watch(QUIET._replace(tokens=9, sites=3))  # tokens issued
+    assert cache.get("a") == ("site-1", "t1")
+    assert cache.watch(QUIET._replace(tokens=8, sites=3))  # then one deleted by hand
+    assert cache.get("a") is None
+
+
 def test_a_lookup_that_raced_a_revocation_is_not_cached() -> None:
     cache = watched()
     epoch = cache.epoch  # the lookup starts ...
