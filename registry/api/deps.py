@@ -107,10 +107,11 @@ async def authenticate(
         return Caller()
     found = cache.get(digest)
     if found is None:
+        epoch = cache.epoch
         found = await lookups.submit(digest)
         if found is None:
             raise Unauthorized("unknown or revoked token")
-        cache.put(digest, *found)
+        cache.put(digest, *found, epoch)
     return Caller(site_id=found[0], token_id=found[1])
 
 

@@ -48,8 +48,10 @@ class RegistrySettings(ServiceSettings):
     auth_cache_s: float = Field(
         1.0,
         ge=0,
-        description="how long a verified site token is trusted without a lookup; a revocation "
-        "takes effect at once on the server process that made it, within this on others",
+        description="how often a server process reads the database's count of token "
+        "revocations and deregistrations, forgetting the tokens it verified when it moved: a "
+        "revocation takes effect at once on the server process that made it, within this on "
+        "others; 0: no cache, every request's token is looked up",
     )
 
 

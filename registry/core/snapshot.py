@@ -4,17 +4,45 @@ query ranks, without reading 10,000 rows from the database each time. Sans I/O.
 Per signature, one matrix (a row per site, zero-padded to the widest priors), each row's
 part of a Jensen-Shannon divergence kept beside it (`self_terms`), and when each site
 was last seen (seconds since the epoch): a query is a few vectorised passes over it.
+Beside them, each site's `Profile` (what a neighbour answer says of a winner), so that a
+query whose winners all have one needs no database at all.
 The server fills it from the database and keeps it current (`crud.neighbours`).
 """
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from atoll.registry.neighbours import Ranked, js_divergences, nearest, self_terms
+from atoll.registry.neighbours import Ranked, nearest_rows, self_terms
 
 _INITIAL_ROWS = 64
+
+
+class Facts(NamedTuple):
+    """What a site's latest report says of its model, besides priors and signature."""
+
+    model_version: str | None
+    accuracy: float | None
+    samples: int | None
+    drift: bool | None
+
+
+class Profile(NamedTuple):
+    """A site as a neighbour answer describes it, but for its divergence and last seen.
+    (A named tuple: a reload makes one per site, and a tuple is the cheapest to make.)"""
+
+    name: str
+    region: str
+    endpoint: str | None
+    model_version: str | None
+    accuracy: float | None
+    samples: int | None
+    drift: bool | None
+
+    def reported(self, facts: Facts) -> "Profile":
+        return self._replace(**facts._asdict())
 
 
 @dataclass(frozen=True)
@@ -23,6 +51,7 @@ class SiteRow:
     signature: str
     priors: np.ndarray
     seen_s: float  # last seen, seconds since the epoch
+    facts: Facts | None = None  # from the report that brought these priors, if one did
 
 
 @dataclass(frozen=True)
@@ -112,9 +141,12 @@ def _grown(a: np.ndarray, rows: int) -> np.ndarray:
 
 
 class PriorsSnapshot:
-    def __init__(self, groups: Iterable[SignatureRows] = ()) -> None:
+    def __init__(
+        self, groups: Iterable[SignatureRows] = (), profiles: Mapping[str, Profile] | None = None
+    ) -> None:
         self._groups: dict[str, _Group] = {}
         self._signature_of: dict[str, str] = {}
+        self._profiles: dict[str, Profile] = dict(profiles or {})
         for rows in groups:
             if len(set(rows.site_ids)) != len(rows.site_ids) or any(
                 s in self._signature_of for s in rows.site_ids
@@ -154,6 +186,24 @@ class PriorsSnapshot:
             group = self._groups[row.signature] = _Group(row.priors.shape[0])
         group.put(row.site_id, np.asarray(row.priors, dtype=np.float64), row.seen_s)
         self._signature_of[row.site_id] = row.signature
+        profile = self._profiles.get(row.site_id)
+        if profile is not None and row.facts is not None:
+            self._profiles[row.site_id] = profile.reported(row.facts)
+
+    def profiles(self, site_ids: Sequence[str]) -> dict[str, tuple[Profile, float]]:
+        """Each named site's profile and when it was last seen, for those that have a
+        profile and priors (a site registered since the last load has none yet)."""
+        found = {}
+        for site_id in site_ids:
+            profile, seen_s = self._profiles.get(site_id), self.seen_s(site_id)
+            if profile is not None and seen_s is not None:
+                found[site_id] = (profile, seen_s)
+        return found
+
+    def changed(self, site_id: str) -> None:
+        """The site's name, region or endpoint changed: its profile is stale until the
+        next load (answers read it from the database meanwhile)."""
+        self._profiles.pop(site_id, None)
 
     def put_if_newer(self, row: SiteRow) -> None:
         """`put`, unless what the snapshot holds for the site was seen later: reports
@@ -172,6 +222,7 @@ class PriorsSnapshot:
 
     def forget(self, site_id: str) -> None:
         """A deregistered site."""
+        self._profiles.pop(site_id, None)
         signature = self._signature_of.get(site_id)
         if signature is not None:
             self._remove(site_id, signature)
@@ -225,5 +276,6 @@ class Candidates:
         if not self.site_ids:
             return Ranking([], 0)
         eligible = self.seen_s >= since_s
-        divergences = js_divergences(np.asarray(target, dtype=np.float64), self.priors, self.terms)
-        return Ranking(nearest(divergences, self.site_ids, k, eligible), int(eligible.sum()))
+        target = np.asarray(target, dtype=np.float64)
+        neighbours = nearest_rows(target, self.priors, self.terms, self.site_ids, k, eligible)
+        return Ranking(neighbours, int(eligible.sum()))

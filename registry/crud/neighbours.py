@@ -4,21 +4,31 @@ The hot read of the service, so it runs on a Core connection with statements bui
 once. The candidates come from the server process's `LiveSnapshot` (every reporting
 site's latest priors in memory, reloaded from the database every `refresh_s` by a thread
 of its own, and told at once of the reports this process stores), or, with no snapshot,
-from the database at each query. The asking site's priors and the k winners' details
-are read from the database.
+from the database at each query. With a snapshot, a query whose site and winners it
+knows is answered from memory alone (`answer_from_snapshot`: no database, no worker
+thread); otherwise the asking site's priors and the k winners' details are read from
+the database.
 """
 
 import logging
 import threading
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, and_, bindparam, select
 
 from atoll.platform.service.database import Database
 from atoll.platform.service.errors import Conflict, NotFound
-from atoll.registry.core.snapshot import PriorsSnapshot, Ranking, SignatureRows, SiteRow
+from atoll.registry.core.periodic import Periodic
+from atoll.registry.core.snapshot import (
+    PriorsSnapshot,
+    Profile,
+    Ranking,
+    SignatureRows,
+    SiteRow,
+)
 from atoll.registry.models import Report, Site
 from atoll.registry.neighbours import priors_from_bytes, rank_neighbours, stack_priors
 from atoll.registry.schemas import Neighbour, NeighbourList
@@ -36,35 +46,41 @@ _CANDIDATES = select(_sites.c.id, _sites.c.latest_priors).where(
     _sites.c.deregistered_at.is_(None),
     _sites.c.latest_priors.is_not(None),
 )
+# What an answer says of a site, `Profile`'s fields in its order: from the site's row and
+# its latest report.
+_PROFILE = (
+    _sites.c.name,
+    _sites.c.region,
+    _sites.c.endpoint,
+    _sites.c.model_version,
+    _reports.c.accuracy,
+    _reports.c.samples,
+    _reports.c.drift,
+)
+_WITH_LATEST_REPORT = _sites.outerjoin(
+    _reports, and_(_reports.c.site_id == _sites.c.id, _reports.c.seq == _sites.c.reports_total)
+)
 _DETAILS = (
-    select(
-        _sites.c.id,
-        _sites.c.name,
-        _sites.c.region,
-        _sites.c.endpoint,
-        _sites.c.model_version,
-        _sites.c.last_seen_at,
-        _reports.c.accuracy,
-        _reports.c.samples,
-        _reports.c.drift,
-    )
-    .outerjoin(
-        _reports,
-        and_(_reports.c.site_id == _sites.c.id, _reports.c.seq == _sites.c.reports_total),
-    )
+    select(_sites.c.id, _sites.c.last_seen_at, *_PROFILE)
+    .select_from(_WITH_LATEST_REPORT)
     .where(_sites.c.id.in_(bindparam("b_ids", expanding=True)))
 )
 
 
 # What a snapshot loads: every registered site's latest priors, live or not (each query
-# has its own window).
-_EVERYONE = select(
-    _sites.c.id, _sites.c.model_signature, _sites.c.latest_priors, _sites.c.last_seen_at
-).where(
-    _sites.c.deregistered_at.is_(None),
-    _sites.c.latest_priors.is_not(None),
-    _sites.c.model_signature.is_not(None),
-)
+# has its own window), and its profile (the columns after the first four).
+_EVERYONE = (
+    select(
+        _sites.c.id, _sites.c.model_signature, _sites.c.latest_priors, _sites.c.last_seen_at,
+        *_PROFILE,
+    )
+    .select_from(_WITH_LATEST_REPORT)
+    .where(
+        _sites.c.deregistered_at.is_(None),
+        _sites.c.latest_priors.is_not(None),
+        _sites.c.model_signature.is_not(None),
+    )
+)  # fmt: skip
 
 
 class LiveSnapshot:
@@ -80,40 +96,38 @@ class LiveSnapshot:
         self._snapshot = PriorsSnapshot()
         self._lock = threading.Lock()
         self._during_reload: list[SiteRow] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._changed_during_reload: list[str] = []
+        self._refresher = Periodic("neighbour-snapshot", refresh_s, self._refresh)
 
     def start(self) -> "LiveSnapshot":
         self.reload()
-        self._thread = threading.Thread(target=self._run, name="neighbour-snapshot", daemon=True)
-        self._thread.start()
+        self._refresher.start()
         return self
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        self._refresher.close()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.refresh_s):
-            try:
-                self.reload()
-            except Exception:  # the database is away for a moment: keep the last snapshot
-                _log.warning("reloading the neighbour snapshot failed", exc_info=True)
+    def _refresh(self) -> None:
+        try:
+            self.reload()
+        except Exception:  # the database is away for a moment: keep the last snapshot
+            _log.warning("reloading the neighbour snapshot failed", exc_info=True)
 
     def reload(self) -> None:
         with self._lock:
-            self._during_reload = []
+            self._during_reload, self._changed_during_reload = [], []
         try:
             with self.database.reader.connect() as conn:
                 rows = conn.execute(_EVERYONE).all()
-            fresh = PriorsSnapshot(_by_signature(rows))
+            fresh = PriorsSnapshot(_by_signature(rows), {r[0]: Profile._make(r[4:]) for r in rows})
         finally:
             with self._lock:
                 replay, self._during_reload = self._during_reload or [], None
         with self._lock:
             for row in replay:
                 fresh.put_if_newer(row)
+            for site_id in self._changed_during_reload:
+                fresh.changed(site_id)
             self._snapshot = fresh
 
     def stored(self, rows: Sequence[SiteRow]) -> None:
@@ -133,6 +147,17 @@ class LiveSnapshot:
         with self._lock:
             self._snapshot.forget(site_id)
 
+    def changed(self, site_id: str) -> None:
+        """This process changed the site's name, region or endpoint."""
+        with self._lock:
+            self._snapshot.changed(site_id)
+            if self._during_reload is not None:  # the load under way may have read the old
+                self._changed_during_reload.append(site_id)
+
+    def profiles(self, site_ids: Sequence[str]) -> dict[str, tuple[Profile, float]]:
+        with self._lock:
+            return self._snapshot.profiles(site_ids)
+
     def latest(self, site_id: str) -> tuple[str, np.ndarray] | None:
         with self._lock:
             return self._snapshot.latest(site_id)
@@ -147,8 +172,8 @@ class LiveSnapshot:
         return candidates.rank(target, k, since_s)
 
 
-def _by_signature(rows: Sequence[tuple[str, str, bytes, datetime]]) -> list[SignatureRows]:
-    grouped: dict[str, list[tuple[str, str, bytes, datetime]]] = {}
+def _by_signature(rows: Sequence[Sequence[Any]]) -> list[SignatureRows]:
+    grouped: dict[str, list[Sequence[Any]]] = {}
     for row in rows:
         grouped.setdefault(row[1], []).append(row)
     return [
@@ -160,6 +185,35 @@ def _by_signature(rows: Sequence[tuple[str, str, bytes, datetime]]) -> list[Sign
         )
         for signature, group in grouped.items()
     ]
+
+
+def answer_from_snapshot(
+    snapshot: LiveSnapshot,
+    priors: np.ndarray | None,
+    signature: str | None,
+    k: int,
+    exclude: Sequence[str],
+    now: datetime,
+    window_s: float,
+    site_id: str | None = None,
+) -> NeighbourList | None:
+    """The answer from memory alone, or None when the snapshot lacks something it needs:
+    the asking site (`priors` None: the site's own, from the snapshot), or a winner's
+    profile (a site registered, or renamed, since the last load). Then ask the database."""
+    if priors is None or signature is None:
+        if site_id is None or (latest := snapshot.latest(site_id)) is None:
+            return None
+        signature, priors = latest
+    since = now - timedelta(seconds=window_s)
+    ranking = snapshot.rank(signature, priors, k, exclude, since.timestamp())
+    profiles = snapshot.profiles([r.site_id for r in ranking.neighbours])
+    if len(profiles) < len(ranking.neighbours):
+        return None
+    details = {
+        site: {**profile._asdict(), "last_seen_at": datetime.fromtimestamp(seen_s, UTC)}
+        for site, (profile, seen_s) in profiles.items()
+    }
+    return _answer(ranking, details, signature, k, window_s, site_id)
 
 
 def neighbours_of_site(
@@ -213,10 +267,22 @@ def rank(
         ranking = snapshot.rank(signature, target, k, exclude, since.timestamp())
     else:
         ranking = _rank_from_database(conn, target, signature, k, exclude, since)
-    details = {}
+    details: dict[str, Mapping[Any, Any]] = {}
     if ranking.neighbours:
         ids = [r.site_id for r in ranking.neighbours]
         details = {row["id"]: row for row in conn.execute(_DETAILS, {"b_ids": ids}).mappings()}
+    return _answer(ranking, details, signature, k, window_s, site_id)
+
+
+def _answer(
+    ranking: Ranking,
+    details: Mapping[str, Mapping[Any, Any]],
+    signature: str,
+    k: int,
+    window_s: float,
+    site_id: str | None,
+) -> NeighbourList:
+    """The winners with their details (`Neighbour`'s fields but the divergence), by site."""
     return NeighbourList(
         site_id=site_id,
         model_signature=signature,

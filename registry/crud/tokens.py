@@ -1,16 +1,22 @@
 """Site tokens: issued at registration and on rotation, stored only as hashes."""
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
+from atoll.platform.service.database import Database
 from atoll.platform.service.errors import NotFound
 from atoll.platform.service.schemas import from_row
 from atoll.platform.service.security import hash_token, new_token, new_token_id, token_hint
+from atoll.registry.core.periodic import Periodic
+from atoll.registry.core.tokencache import Revocations, TokenCache
 from atoll.registry.models import Site, SiteToken
 from atoll.registry.schemas import TokenInfo
+
+_log = logging.getLogger(__name__)
 
 
 def issue_token(session: Session, site_id: str, now: datetime) -> tuple[SiteToken, str]:
@@ -79,3 +85,44 @@ def revoke_all(session: Session, site_id: str, now: datetime, keep: str | None =
 
 def token_info(row: SiteToken) -> TokenInfo:
     return from_row(TokenInfo, row, active=row.revoked_at is None)
+
+
+# Two small tables' counts, once per ATOLL_AUTH_CACHE_S: a scan each, cheap next to a
+# token lookup per request.
+_REVOCATIONS = select(
+    select(func.count()).where(SiteToken.revoked_at.is_not(None)).scalar_subquery(),
+    select(func.count()).select_from(SiteToken).scalar_subquery(),
+    select(func.count()).where(Site.deregistered_at.is_not(None)).scalar_subquery(),
+    select(func.count()).select_from(Site).scalar_subquery(),
+)
+
+
+def revocations(conn: Connection) -> Revocations:
+    row = conn.execute(_REVOCATIONS).one()
+    return Revocations(*(int(n) for n in row))
+
+
+class RevocationWatch:
+    """Shows the token cache the database's `Revocations` every `interval_s`, in a thread
+    of its own. When they cannot be read, the cache forgets everything: a token is
+    trusted only while revocations are watched."""
+
+    def __init__(self, database: Database, cache: TokenCache, interval_s: float) -> None:
+        self.database, self.cache = database, cache
+        self._watcher = Periodic("token-revocations", interval_s, self.check)
+
+    def start(self) -> "RevocationWatch":
+        self.check()
+        self._watcher.start()
+        return self
+
+    def check(self) -> None:
+        try:
+            with self.database.reader.connect() as conn:
+                self.cache.watch(revocations(conn))
+        except Exception:
+            _log.warning("reading token revocations failed: no cached token trusted", exc_info=True)
+            self.cache.forget_all()
+
+    def close(self) -> None:
+        self._watcher.close()

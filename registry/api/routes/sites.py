@@ -67,10 +67,13 @@ def update_site(
     session: WriteSession,
     settings: SettingsDep,
     now: Now,
+    snapshot: SnapshotDep,
 ) -> Site:
     """Fields left out stay as they are. The site itself or an admin."""
     caller.ensure_may_write(str(site_id))
     site = sites.update_site(session, sites.registered_site(session, str(site_id)), body, now)
+    if snapshot is not None:
+        snapshot.changed(site.id)
     return sites.site_out(site, now, settings.liveness_window_s)
 
 

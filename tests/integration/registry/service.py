@@ -1,10 +1,11 @@
 """The running registry the integration tests talk to, and what they share."""
 
 import secrets
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,6 +32,21 @@ SIGNATURE = "sha256:cafe01"
 TABLES = [t.name for t in reversed(Base.metadata.sorted_tables)]  # children first
 
 DatabaseFactory = Callable[[], AbstractContextManager[str]]
+
+
+@contextmanager
+def two_processes(
+    fresh_database: DatabaseFactory, folder: Path, env: dict[str, str]
+) -> Iterator[tuple[str, ServerProcess, ServerProcess, RegistryClient]]:
+    """Two server processes on one fresh database (what each process caches, and how it
+    follows the other's changes): the database URL, both, and an admin client of one."""
+    with (
+        fresh_database() as url,
+        ServerProcess(url, ADMIN, folder / "one", env=env) as one,
+        ServerProcess(url, ADMIN, folder / "two", env=env) as two,
+        RegistryClient(one.url, ADMIN) as admin,
+    ):
+        yield url, one, two, admin
 
 
 @dataclass

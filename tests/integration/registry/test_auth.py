@@ -1,10 +1,22 @@
 """Auth: every /v1 request needs a valid token; a site writes only its own records."""
 
 import json
+import time
+from pathlib import Path
 
+import httpx
 import pytest
-from integration.registry.service import ADMIN, PRIORS, SIGNATURE, Registry
+from integration.registry.service import (
+    ADMIN,
+    LIMITS,
+    PRIORS,
+    SIGNATURE,
+    DatabaseFactory,
+    Registry,
+    two_processes,
+)
 
+from atoll.registry.client import RegistryClient
 from atoll.registry.main import create_app
 
 pytestmark = pytest.mark.integration
@@ -137,6 +149,28 @@ def test_a_revoked_token_stops_working_at_once(registry: Registry) -> None:
     other, _ = registry.site()
     answer = registry.raw("DELETE", f"/v1/sites/{other.id}/tokens/{extra.id}")
     assert answer.status_code == 404  # a token is revoked only through its own site
+
+
+def test_other_server_processes_refuse_a_revoked_token_within_the_cache_interval(
+    fresh_database: DatabaseFactory, tmp_path: Path
+) -> None:
+    """Process two trusts the tokens it verified until it reads that revocations moved:
+    a token revoked, or its site deregistered, on process one."""
+    env = {**LIMITS, "ATOLL_AUTH_CACHE_S": "0.3"}
+    with two_processes(fresh_database, tmp_path, env) as (_, _, two, admin):
+        site = admin.register_site("revoked-elsewhere", "r")
+        gone = admin.register_site("deregistered-elsewhere", "r")
+        extra = admin.create_token(site.id)
+        for token in (site.token, extra.token, gone.token):
+            with RegistryClient(two.url, token) as client:  # verified, so cached, on two
+                assert client.list_sites().sites
+        admin.revoke_token(site.id, extra.id)
+        admin.deregister_site(gone.id)
+        time.sleep(1.0)  # a few of two's reads of the revocation counts
+        with httpx.Client(base_url=two.url) as http:
+            for token, status in ((extra.token, 401), (gone.token, 401), (site.token, 200)):
+                headers = {"Authorization": f"Bearer {token}"}
+                assert http.get("/v1/sites", headers=headers).status_code == status
 
 
 def test_any_of_several_admin_tokens_works(registry: Registry) -> None:

@@ -47,8 +47,8 @@ def tables(url: str) -> set[str]:
 def test_migrate_builds_the_schema_the_models_describe(empty_database: str) -> None:
     first = registry_command("migrate", "--database-url", empty_database)
     assert first.returncode == 0, first.stderr
-    assert "migrated from empty to 0001" in first.stdout
-    assert "already at 0001" in registry_command("migrate", "--database-url", empty_database).stdout
+    assert "migrated from empty to 0002" in first.stdout
+    assert "already at 0002" in registry_command("migrate", "--database-url", empty_database).stdout
     assert tables(empty_database) == {*Base.metadata.tables, "alembic_version"}
     engine = make_engine(empty_database, pool_size=1)
     try:

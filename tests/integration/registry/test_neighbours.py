@@ -5,10 +5,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from integration.registry.service import ADMIN, LIMITS, SIGNATURE, DatabaseFactory, Registry
+from integration.registry.service import (
+    ADMIN,
+    LIMITS,
+    SIGNATURE,
+    DatabaseFactory,
+    Registry,
+    two_processes,
+)
 from sqlalchemy import text
 
-from atoll.localstack.registry import ServerProcess
 from atoll.platform.service.database import make_engine
 from atoll.platform.service.sql import utcnow
 from atoll.registry.client import RegistryClient, RegistryError
@@ -106,10 +112,7 @@ def test_the_in_memory_snapshot_answers_as_the_database_does(
     count at once, the other's (and changes made in the database) once it reloads."""
     env = {**LIMITS, "ATOLL_NEIGHBOUR_CACHE_S": "0.3"}
     with (
-        fresh_database() as url,
-        ServerProcess(url, ADMIN, tmp_path / "one", env=env) as one,
-        ServerProcess(url, ADMIN, tmp_path / "two", env=env) as two,
-        RegistryClient(one.url, ADMIN) as admin,
+        two_processes(fresh_database, tmp_path, env) as (url, _, two, admin),
         RegistryClient(two.url, ADMIN) as admin_two,
     ):
         sites = {}

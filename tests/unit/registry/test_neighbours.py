@@ -8,9 +8,14 @@ from atoll.registry.neighbours import (
     Ranked,
     js_divergence,
     js_divergences,
+    js_divergences_32,
+    nearest,
+    nearest_rows,
     priors_from_bytes,
     priors_to_bytes,
     rank_neighbours,
+    screen_tolerance,
+    self_terms,
     stack_priors,
 )
 
@@ -97,3 +102,45 @@ def test_stored_priors_round_trip_and_stack_with_padding() -> None:
 
 def _blobs(candidates: dict[str, list[float]]) -> list[bytes]:
     return [priors_to_bytes(v) for v in candidates.values()]
+
+
+@pytest.mark.parametrize(
+    ("sites", "classes", "alpha", "k", "ties", "masked"),
+    [
+        (1, 3, 0.5, 1, False, False),  # one site: nothing to screen
+        (50, 10, 0.5, 60, False, True),  # k above the eligible count: every eligible row
+        (2000, 10, 0.5, 5, False, False),
+        (2000, 10, 0.05, 5, False, True),  # sparse priors: many zeros
+        (2000, 10, 5.0, 20, False, True),  # flat priors: divergences close together
+        (2000, 10, 0.5, 5, True, False),  # priors on a 0.01 grid: exact ties at the k-th
+        (500, 300, 0.5, 7, True, True),  # wide priors: a wider tolerance
+    ],
+)
+def test_the_float32_screen_answers_as_float64_over_every_row_does(
+    sites: int, classes: int, alpha: float, k: int, ties: bool, masked: bool
+) -> None:
+    rng = np.random.default_rng(sites + classes + k)
+    priors = rng.dirichlet(np.full(classes, alpha), sites)
+    if ties:
+        priors = np.round(priors, 2)
+        priors[priors.sum(axis=1) == 0, 0] = 1.0
+        priors /= priors.sum(axis=1, keepdims=True)
+    ids = [f"site-{i:05d}" for i in rng.permutation(sites)]
+    eligible = rng.random(sites) < 0.8 if masked else None
+    terms = self_terms(priors)
+    for target in (priors[0], rng.dirichlet(np.full(classes, alpha))):
+        exact = nearest(js_divergences(target, priors, terms), ids, k, eligible)
+        assert nearest_rows(target, priors, terms, ids, k, eligible) == exact
+        rough = js_divergences_32(target, priors, terms)
+        assert np.abs(rough - js_divergences(target, priors, terms)).max() < (
+            screen_tolerance(classes) / 2
+        )
+
+
+def test_a_screen_that_passes_every_row_still_answers() -> None:
+    # Identical priors everywhere: all rows tie with the k-th; ids break the tie.
+    priors = np.tile([0.5, 0.25, 0.25], (100, 1))
+    ids = [f"s{i:03d}" for i in range(100)][::-1]
+    ranked = nearest_rows(np.array([0.5, 0.25, 0.25]), priors, self_terms(priors), ids, 3)
+    assert [r.site_id for r in ranked] == ["s000", "s001", "s002"]
+    assert nearest_rows(np.array([1.0]), priors, self_terms(priors), ids, 0) == []

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atoll.registry.core.snapshot import PriorsSnapshot, SignatureRows, SiteRow
+from atoll.registry.core.snapshot import Facts, PriorsSnapshot, Profile, SignatureRows, SiteRow
 from atoll.registry.neighbours import js_divergence, rank_neighbours
 
 
@@ -117,6 +117,67 @@ def test_loading_a_site_twice_is_refused() -> None:
     rows = SignatureRows("s", ["a", "a"], np.eye(2), np.zeros(2))
     with pytest.raises(ValueError, match="a site comes twice"):
         PriorsSnapshot([rows])
+
+
+LAB = Profile("lab", "eu", "https://lab", "1", 0.9, 100, False)
+
+
+def loaded(*profiled: str) -> PriorsSnapshot:
+    """Sites a, b and c with priors, as a load gives them; those named have a profile."""
+    rows = SignatureRows("s", ["a", "b", "c"], np.eye(3), np.array([100.0, 100.0, 100.0]))
+    return PriorsSnapshot([rows], {site: LAB._replace(name=site) for site in profiled})
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        # A report of this process's: its facts replace the profile's, the rest stays.
+        (
+            lambda s: s.put(SiteRow("a", "s", np.eye(3)[0], 200.0, Facts("2", 0.5, 7, True))),
+            {
+                "a": (
+                    LAB._replace(name="a", model_version="2", accuracy=0.5, samples=7, drift=True),
+                    200.0,
+                ),
+                "b": (LAB._replace(name="b"), 100.0),
+            },
+        ),
+        # A sign of life: the profile stays, last seen moves.
+        (
+            lambda s: s.seen("a", 300.0),
+            {"a": (LAB._replace(name="a"), 300.0), "b": (LAB._replace(name="b"), 100.0)},
+        ),
+        # A rename, a new region or endpoint: no profile until the next load.
+        (lambda s: s.changed("a"), {"b": (LAB._replace(name="b"), 100.0)}),
+        # Deregistered: gone with its priors.
+        (lambda s: s.forget("b"), {"a": (LAB._replace(name="a"), 100.0)}),
+        # A new signature moves the site, and its profile goes with it.
+        (
+            lambda s: s.put(SiteRow("a", "t", np.eye(3)[0], 150.0, Facts("9", 0.1, 1, False))),
+            {
+                "a": (LAB._replace(name="a", model_version="9", accuracy=0.1, samples=1), 150.0),
+                "b": (LAB._replace(name="b"), 100.0),
+            },
+        ),
+        # A heartbeat's row brings no facts: the report's stay.
+        (
+            lambda s: s.put(SiteRow("a", "s", np.eye(3)[1], 120.0)),
+            {"a": (LAB._replace(name="a"), 120.0), "b": (LAB._replace(name="b"), 100.0)},
+        ),
+    ],
+)
+def test_profiles_follow_reports_heartbeats_changes_and_deregistrations(
+    step: object, expected: dict[str, tuple[Profile, float]]
+) -> None:
+    snapshot = loaded("a", "b")
+    step(snapshot)  # type: ignore[operator]
+    # c has priors but no profile (registered since the load): never answered from memory.
+    assert snapshot.profiles(["a", "b", "c", "nobody"]) == expected
+
+
+def test_a_site_without_priors_has_no_profile_to_answer_with() -> None:
+    snapshot = PriorsSnapshot([], {"a": LAB})  # loaded, but its priors since forgotten
+    assert snapshot.profiles(["a"]) == {}
 
 
 priors = st.lists(st.integers(0, 5), min_size=3, max_size=3).filter(lambda v: sum(v) > 0)
