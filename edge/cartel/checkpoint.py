@@ -9,6 +9,7 @@ lineage record in the registry (the parent of its next one).
 
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from pickle import UnpicklingError
@@ -31,7 +32,7 @@ class SiteCheckpoint:
     signature: str  # the model's: a checkpoint of another model is not this job's
     step: int  # batches done; the stream goes on with batch `step`
     core: CoreState
-    sampler_rng: dict[str, Any] | None
+    sampler_rng: Mapping[str, Any] | None
     lineage_parent: str | None
     model: dict[str, torch.Tensor]
     optimizer: dict[str, Any]

@@ -19,6 +19,7 @@ Not kept, and why:
   at once: the registry's view of the site is as old as the gap).
 """
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ class CoreState:
     last_report_batch: int
     reports_sent: int
     transfers: int
-    rng: dict[str, Any]  # numpy's bit generator state (random-neighbour choice)
+    rng: Mapping[str, Any]  # numpy's bit generator state (random-neighbour choice)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
