@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from integration.control.harness import job_end, log_events, shared_redis_url, wait_for
+from integration.cartel.support import cartel_stack, run_dir
+from integration.control.harness import job_end, log_events, wait_for
 
 from atoll.edge.cartel.checkpoint import load_checkpoint
 from atoll.localstack.deployment import AgentSpec, LocalDeployment
@@ -58,19 +59,9 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SiteData]:
 def stack(
     tmp_path_factory: pytest.TempPathFactory, folders: dict[str, SiteData]
 ) -> Iterator[LocalDeployment]:
-    deployment = LocalDeployment(
-        tmp_path_factory.mktemp("cartel-own") / "stack",
-        [AgentSpec(name, "local", data=folders[name]) for name in SITES],
-        redis_url=shared_redis_url(),
-        heartbeat_s=0.5,
-        with_web=False,
-    )
-    with deployment:
+    agents = [AgentSpec(name, "local", data=folders[name]) for name in SITES]
+    with cartel_stack(tmp_path_factory.mktemp("cartel-own"), agents) as deployment:
         yield deployment
-
-
-def run_dir(stack: LocalDeployment, site: str, job_id: str) -> Path:
-    return stack.root / "edge" / site / "state" / "jobs" / job_id / "run"
 
 
 def steps_done(stack: LocalDeployment, site: str, job_id: str) -> int:
