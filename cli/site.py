@@ -44,7 +44,7 @@ def run(
     if not job.is_file():
         raise AtollError(f"no job file {job}")
     if _kind(job) == "cartel":
-        _run_cartel(job, out)
+        _run_cartel(job, out, resume)
         return
     hardware = {"device": device, "bf16": bf16}
     site_job = SiteJob.load(job).model_copy(
@@ -76,9 +76,9 @@ def _kind(job: Path) -> str:
     return str(kind)
 
 
-def _run_cartel(job: Path, out: Path) -> None:
+def _run_cartel(job: Path, out: Path, resume: bool) -> None:
     """A cartel site: its own model on its own stream, helped by its neighbours on drift.
-    A restarted cartel site starts its model afresh (an online model keeps no checkpoint)."""
+    With `resume`, it goes on from its checkpoint in `out` (afresh when it has none)."""
     import logging
 
     from pydantic import ValidationError
@@ -94,10 +94,13 @@ def _run_cartel(job: Path, out: Path) -> None:
         site_job = CartelSiteJob.load(job)
     except ValidationError as e:
         raise AtollError(f"{job}: {problems(e)}") from None
-    check_dataset(site_job.job.dataset, site_job.data_dir or site_job.job.data_dir)
+    if site_job.job.data == "site":
+        site_job.own_data()  # a site without data, or of another schema: one line, here
+    else:
+        check_dataset(site_job.job.dataset, site_job.data_dir or site_job.job.data_dir)
     run = CartelSiteRun(site_job, out)
     with stop_signals(run.request_stop):
-        summary = run.run()
+        summary = run.run(resume)
     accuracy, transfers = summary["test_accuracy"], summary["transfers"]
     print(f"{out}: {summary['status']} at batch {summary['steps']}, accuracy {accuracy:.4f}, "
           f"{transfers} transfer(s)")  # fmt: skip

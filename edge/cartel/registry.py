@@ -83,6 +83,15 @@ class RegistryWorker:
 
     # from the training loop
 
+    @property
+    def last_model(self) -> str | None:
+        """This site's latest lineage record: a checkpoint keeps it (lineage_parent)."""
+        return self._last_model
+
+    def resume_lineage(self, parent: str | None) -> None:
+        """Before the thread starts: a resumed site's next record goes on from its last."""
+        self._last_model = parent
+
     def send_report(self, report: SiteReport) -> None:
         with self._lock:
             self._report = report  # a newer report replaces one not yet sent

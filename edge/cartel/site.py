@@ -5,7 +5,8 @@ The main thread owns the model, the core and the endpoint: it trains a batch, fe
 core, carries out its effects, then, until the next batch is due, answers neighbours'
 requests and takes what arrives (parts, the registry's answers). Nothing here waits on
 a neighbour or on the registry: a fetch has a deadline, the registry has its thread,
-and training goes on meanwhile.
+and training goes on meanwhile. Every `checkpoint_every` batches, on stop and at the end,
+it checkpoints (checkpoint.py); started again with `resume`, it goes on from there.
 """
 
 import logging
@@ -20,6 +21,7 @@ from typing import Any
 
 import torch
 
+from atoll.edge.cartel.checkpoint import SiteCheckpoint, load_checkpoint
 from atoll.edge.cartel.registry import Query, RegistryWorker, transfer
 from atoll.platform.core.events import (
     CartelTransferred,
@@ -31,7 +33,7 @@ from atoll.platform.core.events import (
 )
 from atoll.platform.core.files import write_json
 from atoll.platform.core.runlog import RunLog
-from atoll.platform.data.datasets import Dataset, load_dataset
+from atoll.platform.data.datasets import Dataset, load_dataset, load_site_data
 from atoll.platform.model.evaluate import evaluate
 from atoll.platform.net import (
     EndpointClosed,
@@ -73,6 +75,7 @@ from atoll.platform.transfer.messages import (
 )
 from atoll.platform.transfer.models import OnlineModel
 from atoll.platform.transfer.notes import noted
+from atoll.platform.transfer.owndata import OwnStream
 from atoll.platform.transfer.parts import merge_part
 from atoll.platform.transfer.scenarios import StreamSampler, build_streams
 
@@ -103,13 +106,21 @@ class CartelSiteRun:
         self.out = out
         self.on_event = on_event
         self.stop_requested: str | None = None
-        data = load_dataset(self.spec.dataset, job.data_dir or self.spec.data_dir)
-        streams = build_streams(
-            self.spec.scenario, self.spec.stream_count, self.spec.batches, data.train.num_classes
-        )
-        self.sampler = StreamSampler(
-            streams[job.stream], data.train, data.test, self.spec.stream_count, job.seed
-        )
+        self.sampler: StreamSampler | OwnStream
+        if self.spec.data == "site":
+            data = load_site_data(job.own_data())
+            self.sampler = OwnStream(data.train, data.test, self.spec.order, job.seed)
+        else:  # the emulated federation: a scenario stream drawn from a public dataset
+            data = load_dataset(self.spec.dataset, job.data_dir or self.spec.data_dir)
+            streams = build_streams(
+                self.spec.scenario,
+                self.spec.stream_count,
+                self.spec.batches,
+                data.train.num_classes,
+            )
+            self.sampler = StreamSampler(
+                streams[job.stream], data.train, data.test, self.spec.stream_count, job.seed
+            )
         self.classes = data.test.classes
         if job.threads is not None:
             torch.set_num_threads(job.threads)
@@ -157,9 +168,10 @@ class CartelSiteRun:
 
     # -- the run ---------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
+    def run(self, resume: bool = False) -> dict[str, Any]:
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(self.out / "config.json", self.job.model_dump(mode="json"))
+        first = self._resume() if resume else 0
         stop_threads = threading.Event()
         threads = []
         if self.registry is not None:
@@ -175,21 +187,24 @@ class CartelSiteRun:
                 self._emit(
                     TrainingStarted(
                         time=time.time(),
-                        step=0,
+                        step=first,
                         total_steps=self.spec.batches,
                         params=sum(p.numel() for p in self.model.module.parameters()),
                         model_signature=self.model.signature,
                     )
                 )
                 next_batch = time.monotonic()
-                for batch in range(self.spec.batches):
+                for batch in range(first, self.spec.batches):
                     if self.stop_requested:
                         break
                     tick = time.monotonic()
                     self._train(batch)
+                    if self.step % self.spec.checkpoint_every == 0:
+                        self._checkpoint()
                     train_s += time.monotonic() - tick
                     next_batch += self.spec.batch_interval_s
                     self._between_batches(next_batch)
+                self._checkpoint()  # on stop, to resume from; at the end, the final model
                 accuracy, loss = self._evaluate(self.step - 1)
                 stopped = self.stop_requested is not None
                 self._emit(
@@ -220,6 +235,42 @@ class CartelSiteRun:
         }
         write_json(self.out / "summary.json", summary)
         return summary
+
+    def _resume(self) -> int:
+        """The batch to go on from: the checkpoint's, or 0 when there is none yet."""
+        saved = load_checkpoint(self.out, self.job.job_name, self.job.site, self.model.signature)
+        if saved is None:
+            log.info("%s: no checkpoint to resume from; starting afresh", self.job.site)
+            return 0
+        self.model.module.load_state_dict(saved.model)
+        self.model.optimizer.load_state_dict(saved.optimizer)
+        self.core.restore(saved.core)
+        if isinstance(self.sampler, StreamSampler) and saved.sampler_rng is not None:
+            self.sampler.rng.bit_generator.state = saved.sampler_rng
+        if self.registry is not None:
+            self.registry.resume_lineage(saved.lineage_parent)
+        self.step = saved.step
+        log.info("%s: resumed at batch %d, model version %d", self.job.site, saved.step,
+                 self.core.version)  # fmt: skip
+        return saved.step
+
+    def _checkpoint(self) -> None:
+        sampler_rng = (
+            self.sampler.rng.bit_generator.state
+            if isinstance(self.sampler, StreamSampler)
+            else None
+        )
+        SiteCheckpoint(
+            job_name=self.job.job_name,
+            site=self.job.site,
+            signature=self.model.signature,
+            step=self.step,
+            core=self.core.snapshot(),
+            sampler_rng=sampler_rng,
+            lineage_parent=self.registry.last_model if self.registry is not None else None,
+            model=self.model.module.state_dict(),
+            optimizer=self.model.optimizer.state_dict(),
+        ).save(self.out)
 
     def _wait_for_neighbours(self) -> None:
         """Sites start together (their agents took the job at different moments), so that

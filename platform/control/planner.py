@@ -37,6 +37,7 @@ def plan_job(
                 job_name=name,
                 kind="cartel",
                 site_job=site_job.model_dump(mode="json"),
+                own_data=spec.data == "site",
                 clocks=spec.batches,
             )
             for site, site_job in cartel_sites.items()

@@ -17,6 +17,7 @@ from atoll.platform.transfer.config import CartelConfig
 from atoll.platform.transfer.drift import Detector, make_detector
 from atoll.platform.transfer.neighbours import SiteReport, choose_neighbours, divergence
 from atoll.platform.transfer.parts import ModelPart, PartRefused, check_part
+from atoll.platform.transfer.resume import CoreState
 
 RARE = 0.001  # a class count this unlikely under the old priors means they changed
 
@@ -245,6 +246,52 @@ class CartelSite:
             drift=self.drift_flag,
             endpoint=self.endpoint,
         )
+
+    # A checkpoint's part (resume.py says what is kept and why)
+
+    def snapshot(self) -> CoreState:
+        return CoreState(
+            batches=self.batches,
+            samples=self.samples,
+            version=self.version,
+            time_s=self.time_s,
+            class_samples=tuple(int(n) for n in self.class_samples),
+            label_counts=tuple(tuple(int(n) for n in c) for c in self._label_counts),
+            scored=tuple(
+                (tuple(int(v) for v in lbl), tuple(bool(v) for v in ok)) for lbl, ok in self._scored
+            ),
+            cooldown_left=self.cooldown_left,
+            bar=self.bar,
+            last_reported=self.last_reported,
+            last_reported_accuracy=self.last_reported_accuracy,
+            last_report_batch=self.last_report_batch,
+            reports_sent=self.reports_sent,
+            transfers=self.transfers,
+            rng=self.rng.bit_generator.state,
+        )
+
+    def restore(self, state: CoreState) -> None:
+        """Onto a core just made for the same job: back to training, detector empty."""
+        if len(state.class_samples) != self.num_classes:
+            raise ValueError(
+                f"the checkpoint counts {len(state.class_samples)} classes, not {self.num_classes}"
+            )
+        self.batches, self.samples, self.version = state.batches, state.samples, state.version
+        self.time_s = state.time_s
+        self.class_samples = np.array(state.class_samples, dtype=np.int64)
+        self._label_counts.clear()
+        self._label_counts.extend(np.array(c, dtype=np.int64) for c in state.label_counts)
+        self._scored.clear()
+        self._scored.extend(
+            (np.array(lbl, dtype=np.int64), np.array(ok, dtype=bool)) for lbl, ok in state.scored
+        )
+        self.cooldown_left, self.bar = state.cooldown_left, state.bar
+        self.last_reported = state.last_reported
+        self.last_reported_accuracy = state.last_reported_accuracy
+        self.last_report_batch = state.last_report_batch
+        self.reports_sent, self.transfers = state.reports_sent, state.transfers
+        self.rng.bit_generator.state = state.rng
+        self.report_pending = True
 
     # Inputs
 

@@ -11,12 +11,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from atoll.platform.core.errors import AtollError
 from atoll.platform.data.names import DatasetName
+from atoll.platform.data.schema import SCHEMAS, DataSchema, SiteData
 from atoll.platform.transfer.config import CartelConfig
 
 CartelModel = Literal["logreg", "cnn"]
 Scenario = Literal["class-emergence", "prior-shift", "recurring"]
 SiteName = str
+# A real site's data arrives in time order, so `stored` (the order its files keep) is what
+# online learning on it means; `shuffled` (the job's seed) makes an unordered dump i.i.d.
+StreamOrder = Literal["stored", "shuffled"]
 
 
 class CartelJob(BaseModel):
@@ -25,6 +30,16 @@ class CartelJob(BaseModel):
     kind: Literal["cartel"] = "cartel"
     sites: tuple[SiteName, ...] = Field(
         min_length=2, description="the edge agents (site names) that run it, each its own model"
+    )
+    # `emulated`: each site's stream is drawn from one public dataset (`dataset`) by the
+    # scenario, for demos and benchmarks. `site`: each site streams the data its own
+    # site.yaml names, which must have the job's schema; `scenario` and `streams` are unused.
+    data: Literal["emulated", "site"] = "emulated"
+    data_schema: DataSchema | None = Field(
+        None, description="what the sites' data must be (data: site); default `dataset`'s"
+    )
+    order: StreamOrder = Field(
+        "stored", description="data: site: the training set in its stored order, or shuffled"
     )
     streams: dict[SiteName, int] | None = Field(
         None,
@@ -45,6 +60,9 @@ class CartelJob(BaseModel):
     fetch_timeout_s: float = Field(
         3.0, gt=0, description="a neighbour silent this long is given up for the next"
     )
+    checkpoint_every: int = Field(
+        20, ge=1, description="batches between a site's checkpoints (also one on stop)"
+    )
     seed: int = 0
     cartel: CartelConfig = CartelConfig()
 
@@ -52,6 +70,8 @@ class CartelJob(BaseModel):
     def _check_sites(self) -> "CartelJob":
         if len(set(self.sites)) != len(self.sites):
             raise ValueError(f"sites {list(self.sites)} repeat a name")
+        if self.data == "site" and self.streams is not None:
+            raise ValueError("streams are scenario streams: with data: site, leave them out")
         if self.streams is not None:
             unknown = sorted(set(self.streams) - set(self.sites))
             missing = sorted(set(self.sites) - set(self.streams))
@@ -70,7 +90,12 @@ class CartelJob(BaseModel):
 
     @property
     def label(self) -> str:
-        return f"cartel ({self.scenario}, {self.model}, merge {self.cartel.merge})"
+        source = f"own data, {self.order}" if self.data == "site" else self.scenario
+        return f"cartel ({source}, {self.model}, merge {self.cartel.merge})"
+
+    @property
+    def expected_schema(self) -> DataSchema:
+        return self.data_schema or SCHEMAS[self.dataset]
 
     def stream_of(self, site: str) -> int:
         return self.streams[site] if self.streams is not None else self.sites.index(site)
@@ -101,6 +126,7 @@ class CartelSiteJob(BaseModel):
     registry_token_file: Path | None = None
     registry_site_id: str | None = Field(None, description="None: looked up by name")
     data_dir: Path | None = None
+    data: SiteData | None = Field(None, description="the site's own data (data: site)")
     threads: int | None = Field(None, ge=1, description="torch threads; default torch's")
 
     @property
@@ -111,6 +137,21 @@ class CartelSiteJob(BaseModel):
     def seed(self) -> int:
         """Its own batches: twins on one stream draw different samples."""
         return self.job.seed * 1_000_003 + self.job.sites.index(self.site)
+
+    def own_data(self) -> SiteData:
+        """The data this site streams in a `data: site` job, checked against the job."""
+        if self.data is None:
+            raise AtollError(
+                f"{self.site}: the job streams each site's own data, and this site's "
+                "site.yaml names none (add data:)"
+            )
+        schema, expected = self.data.resolved_schema, self.job.expected_schema
+        if schema != expected:
+            raise AtollError(
+                f"{self.site}: its data ({self.data.path}) is {schema.describe()}, "
+                f"not the job's schema ({expected.describe()})"
+            )
+        return self.data
 
     @classmethod
     def load(cls, path: Path) -> "CartelSiteJob":

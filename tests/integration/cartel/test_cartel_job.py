@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration.control.harness import job_end, log_events, shared_redis_url, wait_for
+from integration.cartel.support import cartel_stack, run_dir
+from integration.control.harness import job_end, log_events, wait_for
 
 from atoll.localstack.deployment import AgentSpec, LocalDeployment
 from atoll.platform.control.client import ControlClient, ControlError
@@ -47,20 +48,13 @@ JOB_S = 240
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
-    root = tmp_path_factory.mktemp("cartel")
-    deployment = LocalDeployment(
-        root / "stack",
-        [AgentSpec(name, "local") for name in JOB["sites"]],
-        redis_url=shared_redis_url(),
-        heartbeat_s=0.5,
-        with_web=False,
-    )
-    with deployment:
+    agents = [AgentSpec(name, "local") for name in JOB["sites"]]
+    with cartel_stack(tmp_path_factory.mktemp("cartel"), agents) as deployment:
         yield deployment
 
 
 def site_log(stack: LocalDeployment, site: str, job_id: str) -> Path:
-    return stack.root / "edge" / site / "state" / "jobs" / job_id / "run" / "log.jsonl"
+    return run_dir(stack, site, job_id) / "log.jsonl"
 
 
 def notes(path: Path, happening: str) -> list[CartelNoted]:

@@ -1,6 +1,8 @@
 import pytest
 from pydantic import ValidationError
 
+from atoll.platform.core.errors import AtollError
+from atoll.platform.data.schema import SCHEMAS, SiteData
 from atoll.platform.transfer.core import Log
 from atoll.platform.transfer.job import CartelJob, CartelSiteJob, plan_cartel_sites
 from atoll.platform.transfer.notes import noted
@@ -20,6 +22,9 @@ SITES = ("alpha", "bravo", "charlie")
         ({"batches": 10}, "greater than or equal to 30"),
         ({"cartel": {"merge": "max"}}, "'replace', 'average' or 'sample-weighted'"),
         ({"policy": "asp"}, "Extra inputs are not permitted"),
+        ({"data": "site", "streams": {s: 0 for s in SITES}}, "with data: site, leave them out"),
+        ({"data": "site", "order": "random"}, "'stored' or 'shuffled'"),
+        ({"checkpoint_every": 0}, "greater than or equal to 1"),
     ],
 )
 def test_a_bad_cartel_job_is_refused_naming_the_field(
@@ -91,3 +96,32 @@ def test_each_core_log_line_becomes_its_typed_event(
 
 def test_a_merge_is_logged_from_its_lineage_not_its_log_line() -> None:
     assert noted(Log("merged", "merged rows of a"), 5.0, 12) is None
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (None, "bravo: the job streams each site's own data, and this site's site.yaml names none"),
+        (
+            "fashion-mnist",
+            "bravo: its data (/d/b.npz) is 1x28x28 inputs, 10 classes, not the job's",
+        ),
+        ("digits", None),
+    ],
+)
+def test_an_own_data_site_needs_data_of_the_jobs_schema(
+    data: str | None, problem: str | None
+) -> None:
+    own = (
+        None
+        if data is None
+        else SiteData.model_validate({"format": "npz", "path": "/d/b.npz", "schema": data})
+    )
+    job = CartelJob(sites=SITES, data="site", dataset="digits")
+    site = CartelSiteJob(job_name="j", site="bravo", job=job, endpoints={}, data=own)
+    assert job.expected_schema == SCHEMAS["digits"]
+    if problem is None:
+        assert site.own_data() == own
+    else:
+        with pytest.raises(AtollError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+            site.own_data()

@@ -58,11 +58,11 @@ def submit(body: JobCreate, session: WriteSession) -> JobOut:
             spec.partition_spec()
         except AtollError as e:
             raise Invalid(str(e), "spec", "body") from e
-        if spec.data == "site":
-            problems = schema_problems(spec.expected_schema, _data_reports(session, sites))
-            if problems:
-                raise Invalid(problems, "spec", "body")
         shards = spec.shards
+    if spec.data == "site":  # either kind: from what the sites reported, never the data
+        problems = schema_problems(spec.expected_schema, _data_reports(session, sites))
+        if problems:
+            raise Invalid(problems, "spec", "body")
     job = job_store.create_job(
         session,
         body.name,
