@@ -8,6 +8,7 @@ from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.policy import GeoPolicy, Isolated
 from atoll.platform.geo.rounds import OuterNesterov, RoundSync
+from atoll.platform.geo.sharded import ShardedSync
 from atoll.platform.geo.significance import AdaptiveThreshold, ThresholdSchedule
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.geo.tracking import TrackingSync
@@ -34,6 +35,8 @@ def build_policy(
             "final": spec.final,
             "lookahead": spec.lookahead,
         }
+        if spec.exchange == "sharded":
+            return ShardedSync(site, sites, params, offset, budget=budget, **asp)
         if spec.exchange == "tracking":
             return TrackingSync(site, sites, params, offset, budget=budget, decay=spec.decay, **asp)
         adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None

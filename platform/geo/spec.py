@@ -13,8 +13,9 @@ POLICIES: tuple[str, ...] = get_args(PolicyName)
 # How asp's threshold decays, and the precision of the values it sends.
 ScheduleKind = Literal["constant", "inverse-sqrt", "lr"]
 ValueType = Literal["float32", "float16", "int8"]
-# How asp shares each site's steps: tracked estimates, or Gaia's release-and-zero.
-Exchange = Literal["tracking", "release"]
+# How asp shares each site's steps: through the owner of each piece (sharded), tracked
+# estimates, or Gaia's release-and-zero.
+Exchange = Literal["sharded", "tracking", "release"]
 
 
 class GeoSpec(BaseModel):
@@ -24,8 +25,10 @@ class GeoSpec(BaseModel):
     # asp
     exchange: Exchange = Field(
         "release",
-        description="asp: every site tracks every site's step and applies all every clock "
-        "(tracking), or sends significant accumulated updates and zeroes them (release, Gaia)",
+        description="asp: each site sends the top of its residual steps to the owner of each "
+        "piece, which broadcasts the top of their sum (sharded); every site tracks every "
+        "site's step and applies all every clock (tracking); or sends significant "
+        "accumulated updates and zeroes them (release, Gaia)",
     )
     density: float = Field(
         0.006,
@@ -86,8 +89,8 @@ class GeoSpec(BaseModel):
 
     @property
     def label(self) -> str:
-        if self.policy == "asp" and self.exchange == "tracking":
-            label = f"asp tracking {self.density:.1%}"
+        if self.policy == "asp" and self.exchange != "release":
+            label = f"asp {self.exchange} {self.density:.1%}"
             if self.value_type != "float16":
                 label += f" {self.value_type}"
             if self.lookahead:
