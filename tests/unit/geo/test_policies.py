@@ -7,13 +7,14 @@ import torch
 from geo_support import SIZE, Network, local_step, replicas, train_together
 
 from atoll.platform.geo.asp import ApproximateSync
-from atoll.platform.geo.messages import BROADCAST, Kind, Lane, Outbound
+from atoll.platform.geo.messages import BROADCAST, Kind, Lane
 from atoll.platform.geo.mirror_clock import PROCEED, Wait
 from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import ProtocolError
 from atoll.platform.geo.significance import ThresholdSchedule
 from atoll.platform.geo.spec import GeoSpec
+
 
 def run_asp(
     threshold: float, clocks: int, deliver_every: int, final: str = "flush"
