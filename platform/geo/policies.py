@@ -40,7 +40,8 @@ def build_policy(
 def _asp(
     spec: GeoSpec, site: int, sites: int, params: torch.Tensor, offset: int, start_s: float
 ) -> GeoPolicy:
-    floor = min(spec.density_floor, spec.density)
+    # A density of 1 is no cap: every element, from the first clock.
+    floor = 1.0 if spec.density >= 1 else min(spec.density_floor, spec.density)
     budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s)
     # Every exchange: how far a site runs ahead, what its values travel as, how it ends.
     asp: dict[str, Any] = {

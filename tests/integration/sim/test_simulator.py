@@ -6,7 +6,7 @@ from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import SimDiverged, SimEvent
 from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
-from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.geo.spec import Exchange, GeoSpec
 from atoll.platform.model.optim import OptimizerSpec
 from atoll.platform.sim.compute import compute_profile
 from atoll.platform.sim.simulator import GeoSimulation
@@ -33,10 +33,20 @@ def simulate(policy: GeoSpec, **kwargs: object) -> dict:
     return GeoSimulation(job(policy, **kwargs), compute="0.02").run()
 
 
-def test_asp_that_sends_everything_and_waits_for_every_clock_is_exactly_bsp() -> None:
+@pytest.mark.parametrize("exchange", ["release", "sharded"])
+def test_asp_that_sends_everything_and_waits_for_every_clock_is_exactly_bsp(
+    exchange: Exchange,
+) -> None:
     bsp = simulate(GeoSpec(policy="lan"), topology="lan")
     asp = simulate(
-        GeoSpec(threshold=0.0, staleness=0, value_type="float32", density=1, lookahead=0),
+        GeoSpec(
+            exchange=exchange,
+            threshold=0.0,
+            staleness=0,
+            value_type="float32",
+            density=1,
+            lookahead=0,
+        ),
         topology="lan",
     )
     assert [p["mean_accuracy"] for p in asp["timeline"]] == [
