@@ -104,7 +104,8 @@ def test_bsp_over_the_wan_takes_longer_than_on_a_lan_and_sends_as_much() -> None
 
 def test_asp_sends_fewer_bytes_than_bsp() -> None:
     asp, bsp = simulate(GeoSpec(policy="asp", threshold=0.1)), simulate(GeoSpec(policy="bsp"))
-    assert asp["wan_bytes"] < bsp["wan_bytes"] / 20  # the cap: at most 0.6% of it a clock
+    # The cap (at most 5% of the elements a clock) and one closing flush, over 30 clocks
+    assert asp["wan_bytes"] < bsp["wan_bytes"] / 10
     assert asp["wan_bytes"] < bsp["wan_bytes"]
     assert len(asp["links"]) == 6 and sum(asp["links"].values()) == asp["wan_bytes"]
 
