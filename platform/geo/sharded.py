@@ -34,7 +34,8 @@ site about its own piece is a contribution, one about the sender's piece a broad
 At the end each site flushes its residual to the owners, and each owner, once every
 site has flushed to it, broadcasts what its aggregate still holds: then every replica
 holds every step sent. `final="average"` also runs asp's averaging round after that,
-which makes replicas equal even where a restart lost messages.
+which makes replicas equal even where a restart lost messages; a site's restart (its
+HELLO reaches every site) turns it on for the job.
 """
 
 from typing import Any
@@ -115,8 +116,16 @@ class ShardedSync(ApproximateSync):
         self.contributed[self.site] = self.clock
         return out + self._close_rounds(now)
 
+    def rejoin(self) -> list[Outbound]:
+        self.final = "average"  # see `receive`: every site learns of the restart
+        return super().rejoin()
+
     def receive(self, message: GeoMessage, now: float) -> list[Outbound]:
         origin, kind = message.origin, message.kind
+        if kind == Kind.HELLO:
+            # A restarted site's snapshot misses broadcasts that were in flight to it, so
+            # its replica may end apart: every site (each gets the HELLO) ends averaging.
+            self.final = "average"
         if kind not in (Kind.UPDATE, Kind.FLUSH):
             return super().receive(message, now)  # rejoining, and the final average
         self.mirror_clock.heard(origin, now)

@@ -161,6 +161,7 @@ def test_a_restarted_site_adopts_a_snapshot_and_keeps_contributions_to_its_piece
     fresh.receive(snapshot.message, 0.0)
     assert torch.equal(fresh.params, params[0])
     assert fresh.clock == policies[0].clock and fresh.before_clock(0.0) is PROCEED
+    assert fresh.final == policies[0].final == "average"  # the restart: end averaging too
     assert fresh.aggregate.abs().sum() == sum(
         c.message.float_values().abs().sum() for c in contributions
     )
