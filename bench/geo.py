@@ -80,14 +80,19 @@ class Plan:
 
 
 DEFAULT = GeoSpec()  # what `atoll sim --geo asp` runs with no tuning flags
-GAIA_BEST = GeoSpec(
-    policy="asp", exchange="release", staleness=4, budget_mbps=10.0, lookahead=0.5, density=1
+# Gaia's release as Atoll ran it before the sharded exchange, with its settings then.
+RELEASE = GeoSpec(exchange="release", final="average")
+GAIA_BEST = RELEASE.model_copy(
+    update={"staleness": 4, "budget_mbps": 10.0, "lookahead": 0.5, "density": 1}
 )  # the best Gaia-style row measured before tracking (adaptive threshold, DS=4, lookahead)
+PREVIOUS_DEFAULT = RELEASE.model_copy(
+    update={"density": 0.006, "density_floor": 0.001, "staleness": 4}
+)  # the default before the sharded exchange: release capped at 0.6% a clock
 BASELINES = (
     GeoSpec(policy="lan"),
     GeoSpec(policy="bsp"),
     GeoSpec(policy="fedavg", period=20),  # dense local SGD: 5% of bsp's bytes by construction
-    GeoSpec(policy="asp", staleness=0, density=1, lookahead=0),  # Gaia at DS=0
+    RELEASE.model_copy(update={"staleness": 0, "density": 1, "lookahead": 0}),  # Gaia, DS=0
     GAIA_BEST,
 )
 
@@ -98,7 +103,11 @@ FULL = Plan(
         *BASELINES,
         DEFAULT,
         GeoSpec(lookahead=0.0),  # the default without its lookahead
-        GeoSpec(exchange="tracking", lookahead=1.0),  # EF21-style tracking of every site's step
+        PREVIOUS_DEFAULT,
+        # EF21-style tracking of every site's step, with the settings it was measured at
+        GeoSpec(
+            exchange="tracking", lookahead=1.0, density=0.006, density_floor=0.001, staleness=4
+        ),
     ),
     clocks=200,
     batch_size=64,
@@ -120,8 +129,10 @@ ABLATION = replace(
     policies=(
         GeoSpec(policy="lan"),
         # Gaia as Atoll ran it before issue 17 (DS=1, no lookahead), dense and filtered (1%)
-        GeoSpec(threshold=0.0, density=1, staleness=1, lookahead=0),
-        GeoSpec(threshold=0.01, density=1, staleness=1, lookahead=0),
+        RELEASE.model_copy(update={"threshold": 0.0, "density": 1, "staleness": 1, "lookahead": 0}),
+        RELEASE.model_copy(
+            update={"threshold": 0.01, "density": 1, "staleness": 1, "lookahead": 0}
+        ),
     ),
 )
 
@@ -133,7 +144,7 @@ QUICK = Plan(
         GeoSpec(policy="bsp"),
         GeoSpec(policy="fedavg", period=5),
         GeoSpec(policy="diloco", period=5),
-        GeoSpec(policy="asp", exchange="release", density=1),
+        RELEASE.model_copy(update={"density": 1}),
         DEFAULT,
         GeoSpec(policy="none"),
     ),

@@ -89,14 +89,15 @@ JOB_OPTIONS: dict[str, JobOption] = {
     "exchange": _geo(
         "geo.exchange",
         Exchange,
-        "asp: tracking (every site's estimated step applied every clock) or release "
-        "(Gaia: significant accumulated updates, sent and zeroed).",
+        "asp: sharded (each site's top residual steps to each piece's owner, the owner's "
+        "top aggregate to all), tracking (every site's estimated step applied every clock) "
+        "or release (Gaia: significant accumulated updates, sent and zeroed).",
     ),
     "density": _geo(
         "geo.density",
         float,
-        "tracking asp: most of its elements a site sends per clock (0.006 = 0.6%); the "
-        "share sent follows the links' measured backlog up to this.",
+        "asp (sharded, tracking, capped release): most of its elements a site sends per "
+        "clock (0.05 = 5%); the share sent follows the links' measured backlog up to this.",
         min=0,
         max=1,
     ),

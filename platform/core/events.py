@@ -101,6 +101,8 @@ _POLICY_COUNTERS = frozenset(
         "congested_clocks",
         "mean_catch_up_clocks",
         "mean_undelivered_mirror_clocks",
+        "broadcast_elements",
+        "pending_aggregate_l1",
         "rounds",
     }
 )
@@ -134,6 +136,8 @@ class GeoStats(EventModel):
     link_share: float | None = Field(None, description="share of elements sent a clock, now")
     congested_clocks: int | None = None
     mean_catch_up_clocks: float | None = None  # tracking asp
+    broadcast_elements: int | None = None  # sharded asp: elements its owner broadcast
+    pending_aggregate_l1: float | None = None  # sharded asp: contributions not yet broadcast
     # bsp, lan, fedavg, diloco
     rounds: int | None = None
 

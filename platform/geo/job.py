@@ -72,7 +72,7 @@ class GeoJob(BaseModel):
         replica instead, so the optimizer keeps its momentum.
         """
         geo, optimizer = self.geo, self.optimizer
-        # Tracking applies every site's step every clock: no late updates to compensate.
+        # Measured for release only; sharded and tracking rely on their lookahead.
         compensate = geo.compensate_momentum and not geo.lookahead and geo.exchange == "release"
         if geo.policy != "asp" or not compensate or optimizer.name != "sgd":
             return optimizer

@@ -8,6 +8,7 @@ from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.policy import GeoPolicy, Isolated
 from atoll.platform.geo.rounds import OuterNesterov, RoundSync
+from atoll.platform.geo.sharded import ShardedSync
 from atoll.platform.geo.significance import AdaptiveThreshold, ThresholdSchedule
 from atoll.platform.geo.spec import GeoSpec
 from atoll.platform.geo.tracking import TrackingSync
@@ -23,32 +24,7 @@ def build_policy(
 ) -> GeoPolicy:
     """Site `site` of `sites`, owning `params` (the slice that starts at `offset`)."""
     if spec.policy == "asp":
-        floor = min(spec.density_floor, spec.density)
-        budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s)
-        # Either exchange: how far a site runs ahead, what its values travel as, how it ends.
-        asp: dict[str, Any] = {
-            "staleness": spec.staleness,
-            "lease_s": spec.lease_s,
-            "start_s": start_s,
-            "value_type": spec.value_type,
-            "final": spec.final,
-            "lookahead": spec.lookahead,
-        }
-        if spec.exchange == "tracking":
-            return TrackingSync(site, sites, params, offset, budget=budget, decay=spec.decay, **asp)
-        adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None
-        capped = spec.density < 1  # at most that share per clock, following the links
-        return ApproximateSync(
-            site,
-            sites,
-            params,
-            offset,
-            schedule=ThresholdSchedule(spec.threshold, spec.threshold_schedule),
-            adaptive=adaptive,
-            congestion_s=spec.congestion_s,
-            budget=budget if capped else None,
-            **asp,
-        )
+        return _asp(spec, site, sites, params, offset, start_s)
     if spec.policy in ("bsp", "lan"):
         return RoundSync(site, sites, params, offset, name=spec.policy, period=1)
     if spec.policy == "fedavg":
@@ -59,3 +35,37 @@ def build_policy(
             site, sites, params, offset, name="diloco", period=spec.period, outer=outer
         )
     return Isolated(site, sites, params, offset)
+
+
+def _asp(
+    spec: GeoSpec, site: int, sites: int, params: torch.Tensor, offset: int, start_s: float
+) -> GeoPolicy:
+    # A density of 1 is no cap: every element, from the first clock.
+    floor = 1.0 if spec.density >= 1 else min(spec.density_floor, spec.density)
+    budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s)
+    # Every exchange: how far a site runs ahead, what its values travel as, how it ends.
+    asp: dict[str, Any] = {
+        "staleness": spec.staleness,
+        "lease_s": spec.lease_s,
+        "start_s": start_s,
+        "value_type": spec.value_type,
+        "final": spec.final,
+        "lookahead": spec.lookahead,
+    }
+    if spec.exchange == "sharded":
+        return ShardedSync(site, sites, params, offset, budget=budget, **asp)
+    if spec.exchange == "tracking":
+        return TrackingSync(site, sites, params, offset, budget=budget, decay=spec.decay, **asp)
+    adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None
+    capped = spec.density < 1  # at most that share per clock, following the links
+    return ApproximateSync(
+        site,
+        sites,
+        params,
+        offset,
+        schedule=ThresholdSchedule(spec.threshold, spec.threshold_schedule),
+        adaptive=adaptive,
+        congestion_s=spec.congestion_s,
+        budget=budget if capped else None,
+        **asp,
+    )

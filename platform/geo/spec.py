@@ -13,8 +13,9 @@ POLICIES: tuple[str, ...] = get_args(PolicyName)
 # How asp's threshold decays, and the precision of the values it sends.
 ScheduleKind = Literal["constant", "inverse-sqrt", "lr"]
 ValueType = Literal["float32", "float16", "int8"]
-# How asp shares each site's steps: tracked estimates, or Gaia's release-and-zero.
-Exchange = Literal["tracking", "release"]
+# How asp shares each site's steps: through the owner of each piece (sharded), tracked
+# estimates, or Gaia's release-and-zero.
+Exchange = Literal["sharded", "tracking", "release"]
 
 
 class GeoSpec(BaseModel):
@@ -23,12 +24,14 @@ class GeoSpec(BaseModel):
     policy: PolicyName = "asp"
     # asp
     exchange: Exchange = Field(
-        "release",
-        description="asp: every site tracks every site's step and applies all every clock "
-        "(tracking), or sends significant accumulated updates and zeroes them (release, Gaia)",
+        "sharded",
+        description="asp: each site sends the top of its residual steps to the owner of each "
+        "piece, which broadcasts the top of their sum (sharded); every site tracks every "
+        "site's step and applies all every clock (tracking); or sends significant "
+        "accumulated updates and zeroes them (release, Gaia)",
     )
     density: float = Field(
-        0.006,
+        0.05,
         gt=0,
         le=1,
         description="asp: most elements a site sends per clock (a share; 1 = no cap); the "
@@ -42,14 +45,14 @@ class GeoSpec(BaseModel):
         "next clock until refreshed (1 keeps it; 0 sends positions only)",
     )
     density_floor: float = Field(
-        0.001, gt=0, le=1, description="asp: the share sent at the start and at least"
+        0.01, gt=0, le=1, description="asp: the share sent at the start and at least"
     )
     threshold: float = Field(0.01, ge=0, description="significance threshold v0 (0.01 = 1%)")
     threshold_schedule: ScheduleKind = "constant"
     budget_mbps: float | None = Field(
         None, gt=0, description="adaptive threshold: keep each site's WAN egress near this"
     )
-    staleness: int = Field(4, ge=0, description="mirror clock bound DS")
+    staleness: int = Field(3, ge=0, description="mirror clock bound DS")
     lease_s: float = Field(
         10.0, gt=0, description="a mirror silent this long stops holding others back"
     )
@@ -68,8 +71,10 @@ class GeoSpec(BaseModel):
         "last step (0 = at the replica, as Gaia does)",
     )
     final: Literal["average", "flush"] = Field(
-        "average",
-        description="asp: end with the mean of the replicas, or flush the accumulators (Gaia)",
+        "flush",
+        description="asp: flush what is held back (release: the accumulators, as Gaia; "
+        "sharded: residuals to the owners, then the owners' aggregates to all), or average "
+        "the replicas (release: instead of the flush; sharded: after it)",
     )
     congestion_s: float = Field(
         0.05, ge=0, description="link backlog (seconds) beyond which updates are announced first"
@@ -86,8 +91,8 @@ class GeoSpec(BaseModel):
 
     @property
     def label(self) -> str:
-        if self.policy == "asp" and self.exchange == "tracking":
-            label = f"asp tracking {self.density:.1%}"
+        if self.policy == "asp" and self.exchange != "release":
+            label = f"asp {self.exchange} {self.density:.1%}"
             if self.value_type != "float16":
                 label += f" {self.value_type}"
             if self.lookahead:

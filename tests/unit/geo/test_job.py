@@ -12,7 +12,7 @@ def test_asp_sites_lower_sgd_momentum_by_what_staleness_adds(
 ) -> None:
     job = GeoJob(
         optimizer=OptimizerSpec(momentum=0.9),
-        geo=GeoSpec(policy="asp", staleness=staleness, lookahead=0),
+        geo=GeoSpec(policy="asp", exchange="release", staleness=staleness, lookahead=0),
     )
     assert job.site_optimizer.momentum == pytest.approx(momentum)
     assert job.site_optimizer.lr == job.optimizer.lr
@@ -60,17 +60,28 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
 @pytest.mark.parametrize(
     ("spec", "label"),
     [
-        (GeoSpec(policy="asp"), "asp v=1% cap 0.6% lookahead 0.5"),
+        (GeoSpec(policy="asp"), "asp sharded 5.0% lookahead 0.5 DS=3"),
+        (GeoSpec(density=0.02, lookahead=0, value_type="int8"), "asp sharded 2.0% int8 DS=3"),
         (
             GeoSpec(exchange="tracking", density=0.01, lookahead=1),
-            "asp tracking 1.0% lookahead 1 DS=4",
+            "asp tracking 1.0% lookahead 1 DS=3",
         ),
-        (GeoSpec(density=1, lookahead=0), "asp v=1%"),
-        (GeoSpec(threshold=0.05, value_type="int8", density=1, lookahead=0), "asp v=5% int8"),
-        (GeoSpec(staleness=0, budget_mbps=10, density=1, lookahead=0), "asp adaptive DS=0"),
+        (GeoSpec(exchange="release", density=1, lookahead=0), "asp v=1%"),
+        (
+            GeoSpec(exchange="release", density=0.006, staleness=4),
+            "asp v=1% cap 0.6% lookahead 0.5 DS=4",
+        ),
+        (
+            GeoSpec(exchange="release", threshold=0.05, value_type="int8", density=1, lookahead=0),
+            "asp v=5% int8",
+        ),
+        (
+            GeoSpec(exchange="release", staleness=0, budget_mbps=10, density=1, lookahead=0),
+            "asp adaptive DS=0",
+        ),
         (GeoSpec(policy="diloco", period=5), "diloco H=5"),
     ],
-    ids=["default", "tracking", "uncapped", "int8", "adaptive-ds0", "diloco"],
+    ids=["default", "sharded", "tracking", "uncapped", "capped", "int8", "adaptive-ds0", "diloco"],
 )
 def test_a_policy_label_names_what_differs_from_the_defaults(spec: GeoSpec, label: str) -> None:
     assert spec.label == label

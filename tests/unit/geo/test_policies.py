@@ -4,66 +4,16 @@ from collections import deque
 
 import pytest
 import torch
+from geo_support import SIZE, Network, local_step, replicas, train_together
 
 from atoll.platform.geo.asp import ApproximateSync
-from atoll.platform.geo.messages import BROADCAST, Kind, Lane, Outbound
+from atoll.platform.geo.messages import BROADCAST, Kind, Lane
 from atoll.platform.geo.mirror_clock import PROCEED, Wait
 from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import ProtocolError
 from atoll.platform.geo.significance import ThresholdSchedule
 from atoll.platform.geo.spec import GeoSpec
-
-SIZE = 50
-
-
-class Network:
-    """Delivers every outbound message, in order, when `flush` is called."""
-
-    def __init__(self, policies: list[GeoPolicy]) -> None:
-        self.policies = policies
-        self.queue: deque[tuple[int, Outbound]] = deque()
-        self.sent: list[tuple[int, int, Outbound]] = []
-
-    def post(self, source: int, outbound: list[Outbound]) -> None:
-        self.queue.extend((source, out) for out in outbound)
-
-    def flush(self, now: float = 0.0) -> None:
-        while self.queue:
-            source, out = self.queue.popleft()
-            targets = self.policies[source].mirrors if out.to == BROADCAST else [out.to]
-            for target in targets:
-                self.sent.append((source, target, out))
-                self.post(target, self.policies[target].receive(out.message, now))
-
-
-def replicas(count: int, seed: int = 0) -> list[torch.Tensor]:
-    start = torch.randn(SIZE, generator=torch.Generator().manual_seed(seed))
-    return [start.clone() for _ in range(count)]
-
-
-def local_step(policy: GeoPolicy, generator: torch.Generator, scale: float = 0.01) -> torch.Tensor:
-    """What a site's optimizer would do: change params, scaled as the policy asks."""
-    delta = torch.randn(SIZE, generator=generator) * scale * policy.update_scale
-    policy.params += delta
-    return delta
-
-
-def train_together(
-    policies: list[GeoPolicy], net: Network, clocks: int, deliver_every: int, seed: int
-) -> list[torch.Tensor]:
-    """Every site steps every clock, never told to wait; the network delivers after every
-    `deliver_every`-th clock. Returns each step taken, in order."""
-    generator = torch.Generator().manual_seed(seed)
-    steps = []
-    for clock in range(1, clocks + 1):
-        for i, policy in enumerate(policies):
-            assert policy.before_clock(0.0) is PROCEED
-            steps.append(local_step(policy, generator))
-            net.post(i, policy.after_clock(steps[-1], 0.0))
-        if clock % deliver_every == 0:
-            net.flush()
-    return steps
 
 
 def run_asp(
