@@ -22,6 +22,7 @@ from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.policy import GeoPolicy
 from atoll.platform.geo.rounds import ProtocolError
 from atoll.platform.net import (
+    ConnectTimeout,
     FlushTimeout,
     LinkOptions,
     LinkShape,
@@ -36,6 +37,7 @@ from atoll.platform.site.spec import SiteGeo
 _POLL_S = 0.02
 _LINGER_S = 0.1
 _CLOSE_FLUSH_S = 5.0
+_START_WAIT_S = 30.0  # how long a starting site waits for its mirrors' links before training
 
 
 class GeoStalled(AtollError):
@@ -81,10 +83,28 @@ class GeoMirror:
         self._usage = _Usage(at=time.monotonic())
         self.unacknowledged_at_close: str | None = None
 
-    def start(self, rejoin: bool) -> None:
+    def start(self, rejoin: bool, stopping: Callable[[], bool] = lambda: False) -> None:
         self.endpoint.start()
         if rejoin:
             self._send(self.policy.rejoin())
+        else:
+            self._await_links(stopping)
+
+    def _await_links(self, stopping: Callable[[], bool]) -> None:
+        """Clock 0 starts once every link is up, as it does in the simulator: sites start
+        their processes seconds apart, and a policy that waits on its mirrors' rounds would
+        otherwise spend its first clocks on their start and handshakes. A mirror not up
+        within `_START_WAIT_S` (not started, or down) is the policy's to handle, as one
+        lost later is."""
+        deadline = time.monotonic() + _START_WAIT_S
+        while not stopping():
+            left = deadline - time.monotonic()
+            try:
+                self.endpoint.wait_connected(timeout=max(0.0, min(1.0, left)))
+                return
+            except ConnectTimeout:
+                if left <= 1.0:
+                    return
 
     def after_clock(self, delta: torch.Tensor, lr_ratio: float) -> None:
         now = time.monotonic()

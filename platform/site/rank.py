@@ -451,7 +451,7 @@ class SiteRank:
         joined = True
         for shard in self.shards:
             self._to_host(shard)  # the restored replica
-            shard.mirror.start(rejoin=self.ctx.resume)
+            shard.mirror.start(rejoin=self.ctx.resume, stopping=self.stop.is_set)
             joined = joined and shard.mirror.sync(stopping=self.stop.is_set)
             self._from_host(shard)
         clock = torch.tensor(
