@@ -94,8 +94,13 @@ class ShardedSync(ApproximateSync):
             return None
         clocks = self.mirror_clock
         live = clocks.live(now)
-        # The rounds this replica has not applied yet, on average over the owners.
-        owed = sum(max(0, self.clock - clocks.known[m]) for m in live) / max(len(live), 1)
+        # The rounds this replica has not applied yet, on average over the owners. The
+        # mirror clock keeps a live owner within DS rounds; one further behind has just come
+        # back (or this site has): its rounds will not come at the pace the prediction
+        # assumes, and extrapolating the site's step over them blew a replica up.
+        owed = sum(min(max(0, self.clock - clocks.known[m]), clocks.staleness) for m in live) / max(
+            len(live), 1
+        )
         if not owed:
             return None
         self.lookaheads += 1

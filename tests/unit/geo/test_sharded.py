@@ -146,6 +146,20 @@ def test_the_lookahead_is_the_own_step_as_a_mean_times_the_rounds_owed() -> None
     assert build_policy(spec, 0, 3, replicas(1)[0]).lookahead(0.0) is None  # no clock yet
 
 
+def test_the_lookahead_predicts_at_most_ds_rounds_of_an_owner_that_fell_further_behind() -> None:
+    # An owner more than DS rounds behind a live site has just come back (or the site
+    # has): extrapolating over every round it owes blew a replica up in the real runtime.
+    spec = DENSE.model_copy(update={"lookahead": 0.5, "staleness": 2})
+    _, _, policies, _ = run(spec, clocks=3, deliver_every=1)
+    policy = policies[0]
+    for _ in range(10):  # ten clocks whose rounds nobody closes: the owners fell behind
+        step = local_step(policy, torch.Generator().manual_seed(7))
+        policy.after_clock(step, 0.0)
+    offset = policy.lookahead(0.0)
+    assert offset is not None
+    torch.testing.assert_close(offset, step * 3 * (0.5 * 2))  # DS rounds, not ten
+
+
 def test_a_restarted_site_adopts_a_snapshot_and_keeps_contributions_to_its_piece() -> None:
     params, _, policies, _ = run(SPARSE, clocks=4, deliver_every=1)
     fresh = build_policy(SPARSE, 1, 3, torch.zeros(SIZE))
