@@ -7,10 +7,11 @@ Targets: `ratio_1_worker` >= 0.95; `scaling_2_workers` >= 1.8. The setups altern
 their spread: a shared VM's speed drifts over minutes. The load average before and after
 is recorded, because on a busy machine these figures measure the neighbours too.
 
-Every measurement runs in a fresh Python process (`python -m atoll.bench.site_overhead`):
-run one after another in the bench's own process, the sites measured slower each repeat
-while a site run alone matched the plain loop, so what a setup inherits from the ones
-before it (allocator, fork server, thread pools) is kept out of the figures.
+Every measurement runs in a fresh Python process (`python -m atoll.bench.site_overhead`),
+so that no setup inherits the allocator, fork server or thread pools of the ones before
+it: an earlier session saw sites measured in the bench's own process slow down repeat
+after repeat while a site run alone kept up with the plain loop. Fresh processes did not
+close the gap by themselves (0.84 in the run the README reports).
 """
 
 import json
