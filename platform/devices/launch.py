@@ -45,6 +45,7 @@ from atoll.platform.devices.spec import DeviceSiteSpec
 
 log = logging.getLogger("atoll.devices")
 _STARTUP_S = 120.0  # Flower's processes import a lot; a busy host takes its time
+_STATUS_GRACE_S = 60.0  # from the ServerApp's last event to the SuperLink's "completed"
 
 
 @dataclass
@@ -55,6 +56,7 @@ class FlowerSite:
     work: Path  # the site's Flower home, app copy, spec and logs
     run_id: int | None = None
     restarts: int = 0  # of the SuperLink and the SuperExec, by supervise()
+    _trained_at: float | None = None  # monotonic time the ServerApp's last event was seen
     _superlink: subprocess.Popen[bytes] | None = None
     _superexec: subprocess.Popen[bytes] | None = None
     _logs: list[IO[bytes]] = field(default_factory=list)
@@ -150,16 +152,22 @@ class FlowerSite:
             pass
 
     def wait_step(self, deadline: float, poll_s: float = 2.0, max_restarts: int = 0) -> bool:
-        """Whether the ServerApp finished, after at most `poll_s`; FlowerError if the run
-        failed, the SuperLink died more than `max_restarts` times or `deadline`
-        (monotonic) passed."""
+        """Whether the run finished, after at most `poll_s`; FlowerError if the run failed,
+        the SuperLink died more than `max_restarts` times or `deadline` (monotonic) passed.
+
+        Finished means the ServerApp logged the end of training and the SuperLink marked the
+        run completed: the ServerApp reports its status as it exits, a moment after its last
+        event (longer when the SuperLink restarted under it). Should the SuperLink not say
+        so within `_STATUS_GRACE_S` of the last event, the run counts as finished anyway
+        (the model is written) and the lag is logged."""
         events = read_events(self.log_path) if self.log_path.exists() else []
-        if of_kind(events, TrainingFinished):
-            return True
         failed = of_kind(events, TrainingFailed)
         if failed:
             where = self.spec.out_dir / "serverapp.log"
             raise FlowerError(f"the site's ServerApp failed: {failed[-1].message} (see {where})")
+        trained = bool(of_kind(events, TrainingFinished))
+        if trained and self._trained_at is None:
+            self._trained_at = time.monotonic()
         if self.supervise(max_restarts):
             return False  # the run's status once the SuperLink is back
         try:
@@ -169,8 +177,21 @@ class FlowerSite:
             status = "unknown"
         if status.startswith("finished") and not status.endswith("completed"):
             raise FlowerError(f"run {self.run_id} {status}; see {self.work}/superlink.log")
+        if trained and status == "finished:completed":
+            assert self._trained_at is not None
+            lag = time.monotonic() - self._trained_at
+            log.debug("run %s completed %.1f s after its last event", self.run_id, lag)
+            return True
+        if self._trained_at is not None and time.monotonic() - self._trained_at > _STATUS_GRACE_S:
+            log.warning(
+                "run %s: training finished %.0f s ago and the SuperLink still says %s",
+                self.run_id,
+                _STATUS_GRACE_S,
+                status,
+            )
+            return True
         if time.monotonic() > deadline:
-            raise FlowerError(f"run {self.run_id} not finished in time")
+            raise FlowerError(f"run {self.run_id} not finished in time (status {status})")
         time.sleep(poll_s)
         return False
 
