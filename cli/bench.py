@@ -19,7 +19,8 @@ def site(
     out: Annotated[Path, typer.Option()] = Path("bench/results/site.json"),
 ) -> None:
     """Site-tier overhead: a 1-worker site against a plain PyTorch loop at 1 thread
-    (`ratio_1_worker`), and 2 workers x 1 thread against 1 (`scaling_2_workers`)."""
+    (`ratio_1_worker`), 2 workers x 1 thread against 1 (`scaling_2_workers`), and two
+    independent plain loops at once against one (`machine_scaling`, the machine's ceiling)."""
     from atoll.bench import site_overhead
 
     site_overhead.run(steps, batch_size, repeats, dataset, model, pin_cores, out)

@@ -1,6 +1,7 @@
 """`atoll bench site`, shortened: every setup runs once per repeat, in an order that
-rotates; each row reports the median of its runs and their spread, and the two ratios
-are of those medians, as the printed table and line say."""
+rotates; each row reports the median of its runs and their spread, and the ratios
+are of those medians, as the printed table and line say. The pair of plain loops runs
+side by side: its figure is the sum of two loops, each timed while the other runs."""
 
 import json
 import statistics
@@ -10,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from atoll.bench import site_overhead
-from atoll.bench.site_overhead import ONE, PLAIN, TWO
+from atoll.bench.site_overhead import ONE, PAIR, PLAIN, TWO
 
 pytestmark = pytest.mark.integration
 
@@ -24,12 +25,12 @@ def test_the_site_bench_reports_medians_of_rotating_repeats_and_the_two_ratios(
     printed = console.export_text()
     result = json.loads(out.read_text())
     rows = {row["setup"]: row for row in result["rows"]}
-    assert list(rows) == [PLAIN, ONE, TWO]
+    assert list(rows) == [PLAIN, ONE, TWO, PAIR]
     # Each repeat starts one setup later, so that a drifting machine is not charged to
     # whichever setup always runs last.
-    assert f"repeat 1/3: {PLAIN}, {ONE}, {TWO}" in printed
-    assert f"repeat 2/3: {ONE}, {TWO}, {PLAIN}" in printed
-    assert f"repeat 3/3: {TWO}, {PLAIN}, {ONE}" in printed
+    assert f"repeat 1/3: {PLAIN}, {ONE}, {TWO}, {PAIR}" in printed
+    assert f"repeat 2/3: {ONE}, {TWO}, {PAIR}, {PLAIN}" in printed
+    assert f"repeat 3/3: {TWO}, {PAIR}, {PLAIN}, {ONE}" in printed
     for name, row in rows.items():
         assert len(row["runs"]) == 3, name
         assert 0 < row["min"] <= row["samples_per_s"] <= row["max"], name
@@ -38,6 +39,8 @@ def test_the_site_bench_reports_medians_of_rotating_repeats_and_the_two_ratios(
     median = {name: row["samples_per_s"] for name, row in rows.items()}
     assert result["ratio_1_worker"] == pytest.approx(median[ONE] / median[PLAIN])
     assert result["scaling_2_workers"] == pytest.approx(median[TWO] / median[ONE])
+    assert result["machine_scaling"] == pytest.approx(median[PAIR] / median[PLAIN])
     assert f"ratio_1_worker {result['ratio_1_worker']:.3f}" in printed
+    assert f"two independent loops reach {result['machine_scaling']:.2f}" in printed
     assert (result["steps"], result["repeats"], result["pin_cores"]) == (40, 3, True)
     assert len(result["load_average_before"]) == 3
