@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ def run(
     )  # fmt: skip
 
     samples: dict[str, list[float]] = {name: [] for name in SETUPS}
+    split: dict[str, list[tuple[float, float | None]]] = {name: [] for name in SETUPS}
     with tempfile.TemporaryDirectory(prefix="atoll-bench-") as tmp:
         for repeat in range(repeats):
             names = SETUPS[repeat % len(SETUPS) :] + SETUPS[: repeat % len(SETUPS)]
@@ -89,7 +91,9 @@ def run(
             for index, name in enumerate(names):
                 folder = Path(tmp) / f"{repeat}-{index}"
                 folder.mkdir()
-                samples[name].append(_in_fresh_process(name, job, folder))
+                measured = _in_fresh_process(name, job, folder)
+                samples[name].append(measured.samples_per_s)
+                split[name].append((measured.compute_ms, measured.exchange_ms))
     median = {name: statistics.median(values) for name, values in samples.items()}
     ratio, scaling = median[ONE] / median[PLAIN], median[TWO] / median[ONE]
     machine_scaling = median[PAIR] / median[PLAIN]
@@ -100,6 +104,8 @@ def run(
             "min": min(values),
             "max": max(values),
             "runs": values,
+            "compute_ms_per_clock": statistics.median(c for c, _ in split[name]),
+            "exchange_ms_per_clock": _median_or_none([e for _, e in split[name]]),
         }
         for name, values in samples.items()
     ]
@@ -126,12 +132,23 @@ def run(
         },
         "rows": rows,
     }
-    table = Table(title=f"site overhead: {model} on {dataset}, batch {batch_size}/worker")
-    for column in ("setup", "samples/s (median)", "min", "max"):
+    table = Table(
+        title=f"site overhead: {model} on {dataset}, batch {batch_size}/worker",
+        caption="ms/clock: a plain loop's whole step; a site's forward and backward on rank 0 "
+        "(compute), then its exchange (optimizer step and waits for peers included)",
+    )
+    columns = ("setup", "samples/s (median)", "min", "max", "compute ms/clock", "exchange ms/clock")
+    for column in columns:
         table.add_column(column, justify="right" if column != "setup" else "left")
     for row in rows:
+        exchange = row["exchange_ms_per_clock"]
         table.add_row(
-            row["setup"], f"{row['samples_per_s']:.0f}", f"{row['min']:.0f}", f"{row['max']:.0f}"
+            row["setup"],
+            f"{row['samples_per_s']:.0f}",
+            f"{row['min']:.0f}",
+            f"{row['max']:.0f}",
+            f"{row['compute_ms_per_clock']:.1f}",
+            "-" if exchange is None else f"{exchange:.1f}",
         )
     console.print(table)
     console.print(
@@ -146,20 +163,33 @@ def run(
     return result
 
 
-def measure(setup: str, job: SiteJob, folder: Path, core: int = 0) -> float:
-    """Samples/s of one setup, measured in this process (for a pair: of one of its loops,
-    on `core`, timed once its partner is warmed up too)."""
+@dataclass(frozen=True)
+class Measurement:
+    samples_per_s: float
+    compute_ms: float  # per clock: a plain loop's whole step, a site's forward and backward
+    exchange_ms: float | None  # per clock, a site's (rank 0's): optimizer step and waits
+
+
+def measure(setup: str, job: SiteJob, folder: Path, core: int = 0) -> Measurement:
+    """One setup, measured in this process (for a pair: one of its loops, on `core`,
+    timed once its partner is warmed up too)."""
     if setup in (PLAIN, PAIR):
         train = load_dataset(job.dataset).train
         with _one_thread(job.pin_cores, core):
             train_single_process(job, train, _WARMUP_STEPS)
             if setup == PAIR:
                 _wait_for_partner(folder, core)
-            return train_single_process(job, train, job.steps or 0).samples_per_s(job.batch_size)
+            timed = train_single_process(job, train, job.steps or 0)
+        return Measurement(timed.samples_per_s(job.batch_size), 1000 * timed.step_s, None)
     workers = {ONE: 1, TWO: 2}[setup]
     update = {"workers": workers, "shards": workers}
     summary = train_site(job.model_copy(update=update), folder / "site", overwrite=True)
-    return float(summary["samples_per_s"])
+    clocks = summary["steps"]
+    return Measurement(
+        float(summary["samples_per_s"]),
+        1000 * summary["compute_s"] / clocks,
+        1000 * summary["exchange_s"] / clocks,
+    )
 
 
 def _wait_for_partner(folder: Path, core: int) -> None:
@@ -172,8 +202,9 @@ def _wait_for_partner(folder: Path, core: int) -> None:
         time.sleep(0.01)
 
 
-def _in_fresh_process(setup: str, job: SiteJob, folder: Path) -> float:
-    """One setup in fresh processes: one for a setup, two at once for a pair (summed)."""
+def _in_fresh_process(setup: str, job: SiteJob, folder: Path) -> Measurement:
+    """One setup in fresh processes: one for a setup, two at once for a pair (their
+    samples/s summed, their step times averaged)."""
     (folder / "job.json").write_text(job.model_dump_json())
     cores = [0, 1] if setup == PAIR else [0]
     runs = [
@@ -186,17 +217,26 @@ def _in_fresh_process(setup: str, job: SiteJob, folder: Path) -> float:
         for core in cores
     ]
     errors = [run.communicate()[1] for run in runs]
-    total = 0.0
+    measured = []
     for run, core, error in zip(runs, cores, errors, strict=True):
-        result = folder / f"samples_per_s-{core}.json"
+        result = folder / f"measurement-{core}.json"
         if run.returncode != 0 or not result.is_file():
             raise RuntimeError(f"{setup}: the measurement failed:\n{error[-4000:]}")
-        total += float(json.loads(result.read_text())["samples_per_s"])
-    return total
+        measured.append(Measurement(**json.loads(result.read_text())))
+    return Measurement(
+        sum(m.samples_per_s for m in measured),
+        statistics.mean(m.compute_ms for m in measured),
+        measured[0].exchange_ms,
+    )
+
+
+def _median_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 if __name__ == "__main__":
     setup_name, run_folder, run_core = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     site_job = SiteJob.model_validate_json((run_folder / "job.json").read_text())
-    samples_per_s = measure(setup_name, site_job, run_folder, run_core)
-    write_json(run_folder / f"samples_per_s-{run_core}.json", {"samples_per_s": samples_per_s})
+    measurement = measure(setup_name, site_job, run_folder, run_core)
+    write_json(run_folder / f"measurement-{run_core}.json", asdict(measurement))

@@ -24,6 +24,10 @@ class ReferenceRun:
     steps: int
     train_s: float
 
+    @property
+    def step_s(self) -> float:
+        return self.train_s / self.steps
+
     def samples_per_s(self, batch: int) -> float:
         return self.steps * batch / self.train_s
 

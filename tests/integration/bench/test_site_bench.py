@@ -36,6 +36,12 @@ def test_the_site_bench_reports_medians_of_rotating_repeats_and_the_two_ratios(
         assert 0 < row["min"] <= row["samples_per_s"] <= row["max"], name
         assert row["samples_per_s"] == statistics.median(row["runs"]), name
         assert f"{row['samples_per_s']:.0f}" in printed, name
+        assert row["compute_ms_per_clock"] > 0, name
+    # Where a clock's time goes: only a site has an exchange.
+    assert rows[PLAIN]["exchange_ms_per_clock"] is None
+    assert rows[PAIR]["exchange_ms_per_clock"] is None
+    assert rows[ONE]["exchange_ms_per_clock"] > 0
+    assert rows[TWO]["exchange_ms_per_clock"] > 0
     median = {name: row["samples_per_s"] for name, row in rows.items()}
     assert result["ratio_1_worker"] == pytest.approx(median[ONE] / median[PLAIN])
     assert result["scaling_2_workers"] == pytest.approx(median[TWO] / median[ONE])
