@@ -9,7 +9,6 @@ accuracy to `result-file`), and the same app with Atoll's ServerApp in its place
 
 import json
 import shutil
-import socket
 import time
 from pathlib import Path
 
@@ -19,17 +18,12 @@ from devices_support import EXAMPLE, MODEL, example_config
 from atoll.platform.devices.flower import SuperLinkOptions, SuperNodeOptions, run_status, submit
 from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_process
 from atoll.platform.devices.spec import DeviceSiteSpec
+from atoll.platform.net.ports import free_loopback_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.flower, pytest.mark.timeout(600)]
 
 DEVICES, ROUNDS = 2, 2
 DATA = {"alpha": 0.5, "max-train-samples": 150, "max-test-samples": 100}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_atoll_device_rounds_match_flower_fedavg_on_a_real_superlink(
@@ -47,7 +41,7 @@ def test_atoll_device_rounds_match_flower_fedavg_on_a_real_superlink(
         train_config={"lr": float(config["lr"])},  # what the example's FedAvg sends
         out_dir=tmp_path / "atoll",
     )
-    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_port()), tmp_path / "flower")
+    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_loopback_port()), tmp_path / "flower")
     flower_app = tmp_path / "flower-app"
     shutil.copytree(EXAMPLE, flower_app, ignore=shutil.ignore_patterns("__pycache__", ".*"))
     nodes = []
@@ -55,7 +49,9 @@ def test_atoll_device_rounds_match_flower_fedavg_on_a_real_superlink(
         site.start_superlink()
         for i in range(DEVICES):
             options = SuperNodeOptions(
-                site.superlink.address, free_port(), {"partition-id": i, "num-partitions": DEVICES}
+                site.superlink.address,
+                free_loopback_port(),
+                {"partition-id": i, "num-partitions": DEVICES},
             )
             nodes.append(start_supernode(options, tmp_path / f"supernode-{i}.log"))
 

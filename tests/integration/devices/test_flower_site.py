@@ -3,7 +3,6 @@ stock ClientApp, Atoll's ServerApp, and the site's updates crossing a real WAN l
 (loopback) to a second site through the geo tier."""
 
 import secrets
-import socket
 import threading
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_proc
 from atoll.platform.devices.site import DeviceSite, initial_arrays
 from atoll.platform.devices.spec import DeviceSiteSpec
 from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.net.ports import free_loopback_port
 from atoll.platform.site.plan import loopback_endpoints
 from atoll.platform.site.spec import SiteGeo
 
@@ -24,12 +24,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.flower, pytest.mark.timeout(6
 
 DEVICES = 3  # SuperNodes; the peer site plays one more device in process
 SMALL = {"max-train-samples": 200, "max-test-samples": 100}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def geo(site: str, endpoints: dict[str, tuple[str, ...]], secret: Path) -> SiteGeo:
@@ -61,7 +55,7 @@ def test_stock_client_app_trains_in_a_site_whose_updates_cross_the_wan(
         out_dir=tmp_path / "devices-site",
         geo=geo("devices", endpoints, secret),
     )
-    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_port()), tmp_path / "flower")
+    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_loopback_port()), tmp_path / "flower")
     nodes = []
     peer_events: list[RunEvent] = []
     peer_final: dict[str, np.ndarray] = {}
@@ -70,7 +64,7 @@ def test_stock_client_app_trains_in_a_site_whose_updates_cross_the_wan(
         for i in range(DEVICES):
             options = SuperNodeOptions(
                 site.superlink.address,
-                free_port(),
+                free_loopback_port(),
                 {"partition-id": i, "num-partitions": DEVICES + 1},
             )
             nodes.append(start_supernode(options, tmp_path / f"supernode-{i}.log"))
