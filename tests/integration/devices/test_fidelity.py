@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from devices_support import EXAMPLE, MODEL, example_config
+from devices_support import EXAMPLE, MODEL, example_config, start_supernodes
 
-from atoll.platform.devices.flower import SuperLinkOptions, SuperNodeOptions, run_status, submit
-from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_process
+from atoll.platform.devices.flower import SuperLinkOptions, run_status, submit
+from atoll.platform.devices.launch import FlowerSite, stop_process
 from atoll.platform.devices.spec import DeviceSiteSpec
 from atoll.platform.net.ports import free_loopback_port
 
@@ -47,13 +47,7 @@ def test_atoll_device_rounds_match_flower_fedavg_on_a_real_superlink(
     nodes = []
     try:
         site.start_superlink()
-        for i in range(DEVICES):
-            options = SuperNodeOptions(
-                site.superlink.address,
-                free_loopback_port(),
-                {"partition-id": i, "num-partitions": DEVICES},
-            )
-            nodes.append(start_supernode(options, tmp_path / f"supernode-{i}.log"))
+        nodes = start_supernodes(site.superlink.address, DEVICES, DEVICES, tmp_path)
 
         run_config = {**DATA, "data-dir": str(fashion_mnist), "num-server-rounds": ROUNDS}
         flower_run = submit(site.home, flower_app, {**run_config, "result-file": str(result_file)})

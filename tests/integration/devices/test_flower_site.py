@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from devices_support import EXAMPLE, MODEL, local_devices
+from devices_support import EXAMPLE, MODEL, local_devices, start_supernodes
 
 from atoll.platform.core.events import RunEvent
-from atoll.platform.devices.flower import SuperLinkOptions, SuperNodeOptions
-from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_process
+from atoll.platform.devices.flower import SuperLinkOptions
+from atoll.platform.devices.launch import FlowerSite, stop_process
 from atoll.platform.devices.site import DeviceSite, initial_arrays
 from atoll.platform.devices.spec import DeviceSiteSpec
 from atoll.platform.geo.spec import GeoSpec
@@ -61,13 +61,7 @@ def test_stock_client_app_trains_in_a_site_whose_updates_cross_the_wan(
     peer_final: dict[str, np.ndarray] = {}
     try:
         site.start_superlink()
-        for i in range(DEVICES):
-            options = SuperNodeOptions(
-                site.superlink.address,
-                free_loopback_port(),
-                {"partition-id": i, "num-partitions": DEVICES + 1},
-            )
-            nodes.append(start_supernode(options, tmp_path / f"supernode-{i}.log"))
+        nodes = start_supernodes(site.superlink.address, DEVICES, DEVICES + 1, tmp_path)
         site.start_run({"data-dir": str(fashion_mnist), **SMALL})
 
         # The peer: a site with one device of its own, in this process, same rounds.
