@@ -1,10 +1,15 @@
-"""What the device-tier tests share: the example app, its config, in-process devices."""
+"""What the device-tier tests share: the example app, its config, in-process devices,
+SuperNodes on this host."""
 
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
+from atoll.platform.devices.flower import SuperNodeOptions
+from atoll.platform.devices.launch import start_supernode, stop_process
 from atoll.platform.devices.local_grid import LocalGrid
+from atoll.platform.net.ports import free_loopback_port
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "fashion-mnist-flower"
 MODEL = "fmnist_flower.task:Net"
@@ -30,3 +35,22 @@ def local_devices(
 
     nodes = {1000 + p: {"partition-id": p, "num-partitions": num_partitions} for p in partitions}
     return LocalGrid(app, nodes, example_config(data_dir, **overrides))
+
+
+def start_supernodes(
+    address: str, count: int, num_partitions: int, logs: Path
+) -> list[subprocess.Popen[bytes]]:
+    """`count` SuperNodes on this host dialing the SuperLink at `address`, node i playing
+    partition i of `num_partitions` and logging to `logs`/supernode-i.log. The caller
+    stops them (`stop_process`); if one fails to start, those already started are stopped."""
+    nodes: list[subprocess.Popen[bytes]] = []
+    try:
+        for i in range(count):
+            partition = {"partition-id": i, "num-partitions": num_partitions}
+            options = SuperNodeOptions(address, free_loopback_port(), partition)
+            nodes.append(start_supernode(options, logs / f"supernode-{i}.log"))
+    except BaseException:
+        for node in nodes:
+            stop_process(node)
+        raise
+    return nodes

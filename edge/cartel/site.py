@@ -76,7 +76,6 @@ from atoll.platform.transfer.messages import (
 from atoll.platform.transfer.models import OnlineModel
 from atoll.platform.transfer.notes import noted
 from atoll.platform.transfer.owndata import OwnStream
-from atoll.platform.transfer.parts import merge_part
 from atoll.platform.transfer.scenarios import StreamSampler, build_streams
 
 log = logging.getLogger("atoll.cartel")
@@ -340,14 +339,7 @@ class CartelSiteRun:
             case FetchPart(source, classes):
                 self._ask_for_part(source.site, classes)
             case MergePart(part):
-                merged = merge_part(
-                    self.model.arrays(),
-                    part,
-                    list(self.core.class_samples),
-                    self.core.samples,
-                    self.spec.cartel.merge,
-                )
-                self.model.load(merged)
+                self.model.merge(part, self.core)
             case RecordLineage():
                 self._transferred(effect)
             case Log():

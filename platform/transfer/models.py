@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from atoll.platform.model.zoo import build_model, model_signature
-from atoll.platform.transfer.parts import ModelPart
+from atoll.platform.transfer.core import CartelSite
+from atoll.platform.transfer.parts import ModelPart, merge_part
 
 # The arrays of each model's part: (row arrays, whole arrays).
 PART_ARRAYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -72,6 +73,14 @@ class OnlineModel:
         params = dict(self.module.named_parameters())
         for name, value in arrays.items():
             params[name].copy_(torch.from_numpy(value))
+
+    def merge(self, part: ModelPart, site: CartelSite) -> None:
+        """Take in a neighbour's part, weighted by the site's own class counts and merged
+        by its configured policy (`merge_part`)."""
+        merged = merge_part(
+            self.arrays(), part, list(site.class_samples), site.samples, site.config.merge
+        )
+        self.load(merged)
 
     def size_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.module.parameters())

@@ -44,7 +44,7 @@ from atoll.platform.transfer.neighbours import (
     decode_report,
     encode_report,
 )
-from atoll.platform.transfer.parts import decode_part, encode_part, merge_part
+from atoll.platform.transfer.parts import decode_part, encode_part
 from atoll.platform.transfer.scenarios import StreamSampler, build_streams
 
 Policy = Literal["cartel", "random-neighbour", "isolated", "fedavg", "centralized"]
@@ -239,15 +239,7 @@ class CartelSimulation:
                 self._count("model-part", len(blob), site)
                 self._deliver(site, 2 * self._transit(len(blob)), PartArrived(decode_part(blob)))
             elif isinstance(effect, MergePart):
-                model = self.models[site]
-                merged = merge_part(
-                    model.arrays(),
-                    effect.part,
-                    list(core.class_samples),
-                    core.samples,
-                    core.config.merge,
-                )
-                model.load(merged)
+                self.models[site].merge(effect.part, core)
             elif isinstance(effect, RecordLineage):
                 self._count("lineage", LINEAGE_BYTES, site)
                 record = asdict(effect)

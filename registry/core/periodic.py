@@ -12,7 +12,11 @@ class Periodic:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "Periodic":
+    def start(self, first: Callable[[], None] | None = None) -> "Periodic":
+        """`first`, if given, runs here before the thread starts (what it raises, the
+        caller gets): a cache loads once before it serves, then follows."""
+        if first is not None:
+            first()
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
         return self

@@ -100,8 +100,7 @@ class LiveSnapshot:
         self._refresher = Periodic("neighbour-snapshot", refresh_s, self._refresh)
 
     def start(self) -> "LiveSnapshot":
-        self.reload()
-        self._refresher.start()
+        self._refresher.start(first=self.reload)
         return self
 
     def close(self) -> None:

@@ -112,8 +112,7 @@ class RevocationWatch:
         self._watcher = Periodic("token-revocations", interval_s, self.check)
 
     def start(self) -> "RevocationWatch":
-        self.check()
-        self._watcher.start()
+        self._watcher.start(first=self.check)
         return self
 
     def check(self) -> None:

@@ -9,25 +9,19 @@ import time
 from pathlib import Path
 
 import pytest
-from devices_support import EXAMPLE, MODEL
+from devices_support import EXAMPLE, MODEL, start_supernodes
 
 from atoll.edge.devices import DevicesConfig, DeviceTier
 from atoll.platform.core.events import TrainingFinished, of_kind
 from atoll.platform.core.runlog import read_events
-from atoll.platform.devices.flower import SuperNodeOptions
-from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_process
+from atoll.platform.devices.launch import FlowerSite, stop_process
 from atoll.platform.devices.spec import DeviceSiteSpec
+from atoll.platform.net.ports import free_loopback_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.flower, pytest.mark.timeout(420)]
 
 DEVICES, ROUNDS = 2, 2
 SMALL = {"max-train-samples": 100, "max-test-samples": 50}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def listening(port: int) -> bool:
@@ -38,7 +32,7 @@ def listening(port: int) -> bool:
 def test_a_superlink_killed_mid_job_is_restarted_and_the_job_finishes(
     fashion_mnist: Path, tmp_path: Path
 ) -> None:
-    port = free_port()
+    port = free_loopback_port()
     tier = DeviceTier(DevicesConfig(app=EXAMPLE, host="127.0.0.1", port=port), tmp_path)
     spec = DeviceSiteSpec(
         model=MODEL,
@@ -55,11 +49,7 @@ def test_a_superlink_killed_mid_job_is_restarted_and_the_job_finishes(
     try:
         tier.start()
         assert listening(port) and tier.site.superexec_alive()
-        for i in range(DEVICES):
-            options = SuperNodeOptions(
-                tier.site.superlink.address, free_port(), {"partition-id": i, "num-partitions": 2}
-            )
-            nodes.append(start_supernode(options, tmp_path / f"supernode-{i}.log"))
+        nodes = start_supernodes(tier.site.superlink.address, DEVICES, 2, tmp_path)
         run_id = run.start_run({"data-dir": str(fashion_mnist), **SMALL})
         deadline = time.monotonic() + 300
         while not run.rounds_done() and time.monotonic() < deadline:

@@ -9,27 +9,21 @@ accuracy to `result-file`), and the same app with Atoll's ServerApp in its place
 
 import json
 import shutil
-import socket
 import time
 from pathlib import Path
 
 import pytest
-from devices_support import EXAMPLE, MODEL, example_config
+from devices_support import EXAMPLE, MODEL, example_config, start_supernodes
 
-from atoll.platform.devices.flower import SuperLinkOptions, SuperNodeOptions, run_status, submit
-from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_process
+from atoll.platform.devices.flower import SuperLinkOptions, run_status, submit
+from atoll.platform.devices.launch import FlowerSite, stop_process
 from atoll.platform.devices.spec import DeviceSiteSpec
+from atoll.platform.net.ports import free_loopback_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.flower, pytest.mark.timeout(600)]
 
 DEVICES, ROUNDS = 2, 2
 DATA = {"alpha": 0.5, "max-train-samples": 150, "max-test-samples": 100}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_atoll_device_rounds_match_flower_fedavg_on_a_real_superlink(
@@ -47,17 +41,13 @@ def test_atoll_device_rounds_match_flower_fedavg_on_a_real_superlink(
         train_config={"lr": float(config["lr"])},  # what the example's FedAvg sends
         out_dir=tmp_path / "atoll",
     )
-    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_port()), tmp_path / "flower")
+    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_loopback_port()), tmp_path / "flower")
     flower_app = tmp_path / "flower-app"
     shutil.copytree(EXAMPLE, flower_app, ignore=shutil.ignore_patterns("__pycache__", ".*"))
     nodes = []
     try:
         site.start_superlink()
-        for i in range(DEVICES):
-            options = SuperNodeOptions(
-                site.superlink.address, free_port(), {"partition-id": i, "num-partitions": DEVICES}
-            )
-            nodes.append(start_supernode(options, tmp_path / f"supernode-{i}.log"))
+        nodes = start_supernodes(site.superlink.address, DEVICES, DEVICES, tmp_path)
 
         run_config = {**DATA, "data-dir": str(fashion_mnist), "num-server-rounds": ROUNDS}
         flower_run = submit(site.home, flower_app, {**run_config, "result-file": str(result_file)})

@@ -3,20 +3,20 @@ stock ClientApp, Atoll's ServerApp, and the site's updates crossing a real WAN l
 (loopback) to a second site through the geo tier."""
 
 import secrets
-import socket
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from devices_support import EXAMPLE, MODEL, local_devices
+from devices_support import EXAMPLE, MODEL, local_devices, start_supernodes
 
 from atoll.platform.core.events import RunEvent
-from atoll.platform.devices.flower import SuperLinkOptions, SuperNodeOptions
-from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_process
+from atoll.platform.devices.flower import SuperLinkOptions
+from atoll.platform.devices.launch import FlowerSite, stop_process
 from atoll.platform.devices.site import DeviceSite, initial_arrays
 from atoll.platform.devices.spec import DeviceSiteSpec
 from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.net.ports import free_loopback_port
 from atoll.platform.site.plan import loopback_endpoints
 from atoll.platform.site.spec import SiteGeo
 
@@ -24,12 +24,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.flower, pytest.mark.timeout(6
 
 DEVICES = 3  # SuperNodes; the peer site plays one more device in process
 SMALL = {"max-train-samples": 200, "max-test-samples": 100}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def geo(site: str, endpoints: dict[str, tuple[str, ...]], secret: Path) -> SiteGeo:
@@ -61,19 +55,13 @@ def test_stock_client_app_trains_in_a_site_whose_updates_cross_the_wan(
         out_dir=tmp_path / "devices-site",
         geo=geo("devices", endpoints, secret),
     )
-    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_port()), tmp_path / "flower")
+    site = FlowerSite(spec, EXAMPLE, SuperLinkOptions(free_loopback_port()), tmp_path / "flower")
     nodes = []
     peer_events: list[RunEvent] = []
     peer_final: dict[str, np.ndarray] = {}
     try:
         site.start_superlink()
-        for i in range(DEVICES):
-            options = SuperNodeOptions(
-                site.superlink.address,
-                free_port(),
-                {"partition-id": i, "num-partitions": DEVICES + 1},
-            )
-            nodes.append(start_supernode(options, tmp_path / f"supernode-{i}.log"))
+        nodes = start_supernodes(site.superlink.address, DEVICES, DEVICES + 1, tmp_path)
         site.start_run({"data-dir": str(fashion_mnist), **SMALL})
 
         # The peer: a site with one device of its own, in this process, same rounds.

@@ -1,11 +1,11 @@
 """Flower node authentication on a device site (which Flower allows only over TLS): a
 SuperNode whose public key the site registered joins; one whose key it did not is refused."""
 
-import socket
 import time
 from pathlib import Path
 
 import pytest
+from devices_support import EXAMPLE
 
 from atoll.platform.devices.flower import (
     FlowerTls,
@@ -17,24 +17,18 @@ from atoll.platform.devices.flower import (
 from atoll.platform.devices.launch import FlowerSite, start_supernode, stop_process
 from atoll.platform.devices.spec import DeviceSiteSpec
 from atoll.platform.net.certs import write_job_certificates
+from atoll.platform.net.ports import free_loopback_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.flower, pytest.mark.timeout(300)]
 
-EXAMPLE = Path(__file__).parents[3] / "examples" / "fashion-mnist-flower"
 JOINED = "SuperNode ID:"  # what a SuperNode logs once the SuperLink took it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_only_registered_supernodes_join(tmp_path: Path) -> None:
     spec = DeviceSiteSpec(model="-", out_dir=tmp_path / "site")
     certs = write_job_certificates(tmp_path / "tls", ["superlink"])["superlink"]
     tls = FlowerTls(certs.ca_file, certs.cert_file, certs.key_file)
-    options = SuperLinkOptions(free_port(), tls=tls, node_auth=True)
+    options = SuperLinkOptions(free_loopback_port(), tls=tls, node_auth=True)
     site = FlowerSite(spec, EXAMPLE, options, tmp_path / "flower")
     registered_key, registered_pub = write_node_keys(tmp_path / "keys", "registered")
     stranger_key, _ = write_node_keys(tmp_path / "keys", "stranger")
@@ -45,7 +39,10 @@ def test_only_registered_supernodes_join(tmp_path: Path) -> None:
         register_node(site.home, registered_pub)
         for name, key in (("registered", registered_key), ("stranger", stranger_key)):
             node = SuperNodeOptions(
-                options.address, free_port(), root_certificates=tls.ca_cert, private_key=key
+                options.address,
+                free_loopback_port(),
+                root_certificates=tls.ca_cert,
+                private_key=key,
             )
             nodes.append(start_supernode(node, logs[name]))
         deadline = time.monotonic() + 180

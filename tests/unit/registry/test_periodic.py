@@ -1,6 +1,8 @@
 import threading
 import time
 
+import pytest
+
 from atoll.registry.core.periodic import Periodic
 
 
@@ -26,3 +28,18 @@ def test_closing_before_the_first_interval_runs_nothing() -> None:
     periodic = Periodic("hourly", 3600, lambda: calls.append(1)).start()
     periodic.close(timeout_s=5)
     assert calls == []
+
+
+def test_first_runs_before_the_thread_and_its_failure_reaches_the_caller() -> None:
+    calls: list[str] = []
+    periodic = Periodic("hourly", 3600, lambda: calls.append("task"))
+    periodic.start(first=lambda: calls.append("first")).close(timeout_s=5)
+    assert calls == ["first"]
+
+    def broken() -> None:
+        raise RuntimeError("no database")
+
+    again = Periodic("hourly", 3600, lambda: None)
+    with pytest.raises(RuntimeError, match="no database"):
+        again.start(first=broken)
+    assert again._thread is None  # no thread started

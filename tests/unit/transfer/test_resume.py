@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from unit.transfer.test_core import CONFIG, SHAPES, drifted_site, of, site, steady
+from transfer_support import CONFIG, SHAPES, drifted_site, of, site, steady
 
 from atoll.platform.transfer.core import AskNeighbours, CartelSite, SendReport
 from atoll.platform.transfer.resume import CoreState
