@@ -82,8 +82,7 @@ def run(
         pin_cores=pin_cores, checkpoint_every=steps,
     )  # fmt: skip
 
-    samples: dict[str, list[float]] = {name: [] for name in SETUPS}
-    split: dict[str, list[tuple[float, float | None]]] = {name: [] for name in SETUPS}
+    measured: dict[str, list[Measurement]] = {name: [] for name in SETUPS}
     with tempfile.TemporaryDirectory(prefix="atoll-bench-") as tmp:
         for repeat in range(repeats):
             names = SETUPS[repeat % len(SETUPS) :] + SETUPS[: repeat % len(SETUPS)]
@@ -91,9 +90,8 @@ def run(
             for index, name in enumerate(names):
                 folder = Path(tmp) / f"{repeat}-{index}"
                 folder.mkdir()
-                measured = _in_fresh_process(name, job, folder)
-                samples[name].append(measured.samples_per_s)
-                split[name].append((measured.compute_ms, measured.exchange_ms))
+                measured[name].append(_in_fresh_process(name, job, folder))
+    samples = {name: [m.samples_per_s for m in runs] for name, runs in measured.items()}
     median = {name: statistics.median(values) for name, values in samples.items()}
     ratio, scaling = median[ONE] / median[PLAIN], median[TWO] / median[ONE]
     machine_scaling = median[PAIR] / median[PLAIN]
@@ -104,8 +102,8 @@ def run(
             "min": min(values),
             "max": max(values),
             "runs": values,
-            "compute_ms_per_clock": statistics.median(c for c, _ in split[name]),
-            "exchange_ms_per_clock": _median_or_none([e for _, e in split[name]]),
+            "compute_ms_per_clock": statistics.median(m.compute_ms for m in measured[name]),
+            "exchange_ms_per_clock": _median_or_none([m.exchange_ms for m in measured[name]]),
         }
         for name, values in samples.items()
     ]
