@@ -85,9 +85,11 @@ RELEASE = GeoSpec(exchange="release", final="average")
 GAIA_BEST = RELEASE.model_copy(
     update={"staleness": 4, "budget_mbps": 10.0, "lookahead": 0.5, "density": 1}
 )  # the best Gaia-style row measured before tracking (adaptive threshold, DS=4, lookahead)
-PREVIOUS_DEFAULT = RELEASE.model_copy(
+RELEASE_CAPPED = RELEASE.model_copy(
     update={"density": 0.006, "density_floor": 0.001, "staleness": 4}
 )  # the default before the sharded exchange: release capped at 0.6% a clock
+SHARDED = GeoSpec(exchange="sharded", density=0.05, density_floor=0.01)
+# the default before the direct exchange: through each piece's owner, 5% a clock
 BASELINES = (
     GeoSpec(policy="lan"),
     GeoSpec(policy="bsp"),
@@ -102,8 +104,8 @@ FULL = Plan(
     policies=(
         *BASELINES,
         DEFAULT,
-        GeoSpec(lookahead=0.0),  # the default without its lookahead
-        PREVIOUS_DEFAULT,
+        SHARDED,
+        RELEASE_CAPPED,
         # EF21-style tracking of every site's step, with the settings it was measured at
         GeoSpec(
             exchange="tracking", lookahead=1.0, density=0.006, density_floor=0.001, staleness=4

@@ -89,15 +89,16 @@ JOB_OPTIONS: dict[str, JobOption] = {
     "exchange": _geo(
         "geo.exchange",
         Exchange,
-        "asp: sharded (each site's top residual steps to each piece's owner, the owner's "
-        "top aggregate to all), tracking (every site's estimated step applied every clock) "
-        "or release (Gaia: significant accumulated updates, sent and zeroed).",
+        "asp: direct (each site's top residual steps to every site, each replica applying "
+        "exactly what is sent), sharded (each site's top residual steps to each piece's "
+        "owner, the owner's top aggregate to all), tracking (every site's estimated step "
+        "applied every clock) or release (Gaia: significant accumulated updates, sent and zeroed).",
     ),
     "density": _geo(
         "geo.density",
         float,
-        "asp (sharded, tracking, capped release): most of its elements a site sends per "
-        "clock (0.05 = 5%); the share sent follows the links' measured backlog up to this.",
+        "asp (direct, sharded, tracking, capped release): most of its elements a site sends "
+        "per clock (0.008 = 0.8%); the share sent follows the links' measured backlog up to this.",
         min=0,
         max=1,
     ),

@@ -1,12 +1,15 @@
 """Geo policies on a tiny in-memory network: the helpers the policy tests share."""
 
 from collections import deque
+from typing import TypeVar
 
 import torch
 
 from atoll.platform.geo.messages import BROADCAST, Outbound
 from atoll.platform.geo.mirror_clock import PROCEED
+from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.policy import GeoPolicy
+from atoll.platform.geo.spec import GeoSpec
 
 SIZE = 50
 
@@ -58,3 +61,30 @@ def train_together(
         if clock % deliver_every == 0:
             net.flush()
     return steps
+
+
+P = TypeVar("P", bound=GeoPolicy)
+
+
+def run_exchange(
+    spec: GeoSpec, kind: type[P], clocks: int, deliver_every: int, sites: int = 3
+) -> tuple[list[torch.Tensor], torch.Tensor, list[P], Network]:
+    """`sites` sites of `spec` step every clock; messages are delivered every
+    `deliver_every` clocks and once more at the end. Returns the replicas, start + every
+    step, the policies and the network."""
+    params = replicas(sites)
+    start = params[0].clone()
+    policies = [build_policy(spec, i, sites, params[i]) for i in range(sites)]
+    assert all(isinstance(p, kind) for p in policies)
+    net = Network(policies)
+    steps = train_together(policies, net, clocks, deliver_every, seed=3)
+    net.flush()
+    return params, start + sum(steps), policies, net  # type: ignore[return-value]
+
+
+def finish_all(policies: list[P], net: Network) -> None:
+    """Every site finishes; every message is delivered; every site is done."""
+    for i, policy in enumerate(policies):
+        net.post(i, policy.finish(0.0))
+    net.flush()
+    assert all(p.done(0.0) for p in policies)

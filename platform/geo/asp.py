@@ -175,17 +175,34 @@ class ApproximateSync(GeoPolicy):
         live = self.mirror_clock.live(now)
         if not all(m in self.flushed for m in live):
             return False
-        if self.final == "flush" or len(live) < len(self.mirrors):
-            return True  # a lost mirror can no longer contribute to a mean
+        if not self._ends_with_round or len(live) < len(self.mirrors):
+            return True  # a lost mirror can no longer take part in a round
         average = self._average
         return average is not None and average.round > 0
 
     def _averaging(self) -> RoundSync:
         """The one-round average at the end; mirrors may start it before this site does."""
         if self._average is None:
-            self._average = RoundSync(self.site, self.sites, self.params, self.offset, name="final")
+            self._average = RoundSync(
+                self.site,
+                self.sites,
+                self.params,
+                self.offset,
+                name="final",
+                change_type=self._closing_change_type,
+            )
             self._average.anchor.zero_()  # each site's "change" is then its whole replica
         return self._average
+
+    @property
+    def _ends_with_round(self) -> bool:
+        """Does the job end with a round across the sites (here: the mean of replicas)?"""
+        return self.final == "average"
+
+    @property
+    def _closing_change_type(self) -> ValueType:
+        """How the closing round's changes travel: whole replicas here, kept exact."""
+        return "float32"
 
     def _start_average(self) -> list[Outbound]:
         """Contribute to the mean once this site and every mirror have finished."""

@@ -91,6 +91,17 @@ def quantize(values: torch.Tensor, value_type: ValueType) -> tuple[torch.Tensor,
     return torch.round(values / scale).clamp_(-127, 127).to(torch.int8), scale
 
 
+def as_sent(values: torch.Tensor, scale: float | None) -> torch.Tensor:
+    """What receivers add for `quantize`'s output: the sender subtracts exactly this."""
+    return values.float() * scale if scale is not None else values.float()
+
+
+def largest(values: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices (increasing) of the k largest |values|, leaving out zeros: top-k selection."""
+    chosen = values.abs().topk(min(k, len(values)), sorted=False).indices
+    return chosen[values[chosen] != 0].sort().values
+
+
 def carrying(
     kind: Kind,
     origin: int,

@@ -5,6 +5,7 @@ from typing import Any
 import torch
 
 from atoll.platform.geo.asp import ApproximateSync
+from atoll.platform.geo.direct import DirectSync
 from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.policy import GeoPolicy, Isolated
 from atoll.platform.geo.rounds import OuterNesterov, RoundSync
@@ -54,6 +55,8 @@ def _asp(
     }
     if spec.exchange == "sharded":
         return ShardedSync(site, sites, params, offset, budget=budget, **asp)
+    if spec.exchange == "direct":
+        return DirectSync(site, sites, params, offset, budget=budget, **asp)
     if spec.exchange == "tracking":
         return TrackingSync(site, sites, params, offset, budget=budget, decay=spec.decay, **asp)
     adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None

@@ -19,9 +19,10 @@ from typing import Any
 import torch
 
 from atoll.platform.core.slices import even_slice
-from atoll.platform.geo.messages import GeoMessage, Kind, Lane, Outbound
+from atoll.platform.geo.messages import GeoMessage, Kind, Lane, Outbound, quantize
 from atoll.platform.geo.mirror_clock import PROCEED, Decision, Wait
 from atoll.platform.geo.policy import GeoPolicy
+from atoll.platform.geo.spec import ValueType
 
 
 class ProtocolError(ValueError):
@@ -45,12 +46,16 @@ class RoundSync(GeoPolicy):
         name: str = "bsp",
         period: int = 1,
         outer: OuterNesterov | None = None,
+        change_type: ValueType = "float32",
     ) -> None:
         super().__init__(site, sites, params, offset)
         if period < 1:
             raise ValueError(f"round period must be >= 1 clock, got {period}")
         self.name = name
         self.period = period
+        # How changes travel to their owners; new values always travel as float32, so
+        # every replica leaves a round with exactly the owner's values.
+        self.change_type = change_type
         self.pieces = [even_slice(len(params), sites, s) for s in range(sites)]
         self.anchor = params.clone()  # the replica as the current round began
         self._change = torch.zeros(0)  # this site's contribution to the current round
@@ -137,10 +142,11 @@ class RoundSync(GeoPolicy):
 
     def _contribution_to(self, owner: int) -> Outbound:
         start, end = self.pieces[owner]
-        piece = self._change[start:end]
+        piece, scale = quantize(self._change[start:end], self.change_type)
         message = GeoMessage(
-            Kind.CONTRIB, self.site, self.round, self.offset + start, end - start, None, piece
-        )
+            Kind.CONTRIB, self.site, self.round, self.offset + start, end - start, None, piece,
+            scale,
+        )  # fmt: skip
         return Outbound(owner, message, Lane.BULK)
 
     def mirror_restarted(self, mirror: int, now: float) -> list[Outbound]:

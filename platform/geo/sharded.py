@@ -23,11 +23,7 @@ contributed that clock, not at its own next clock: with momentum every clock of 
 costs stability (measured: at DS=4 on LAN links, 2 sites, the rounds' delay alone took
 digits from 0.90 to 0.23).
 
-The lookahead takes the gradient ahead of the replica by the rounds it still owes
-(clocks since the last round applied, over the owners) times this site's last step
-as a mean step (its 1/N-scaled step times N): the freshest step a site knows is its
-own. The replica's own recent velocity, an average of stale broadcasts, was measured
-as a predictor too and failed (digits, LAN links, DS=4: 0.09-0.36 against 0.91-0.93).
+The lookahead (`residual.py`) counts an owner's rounds not applied yet.
 
 Contributions and broadcasts are both UPDATE messages (FLUSH at the end): one to a
 site about its own piece is a contribution, one about the sender's piece a broadcast.
@@ -43,7 +39,6 @@ from typing import Any
 import torch
 
 from atoll.platform.core.slices import even_slice
-from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.messages import (
     BROADCAST,
@@ -51,12 +46,15 @@ from atoll.platform.geo.messages import (
     Kind,
     Lane,
     Outbound,
+    as_sent,
     carrying,
+    largest,
     quantize,
 )
+from atoll.platform.geo.residual import ResidualSync
 
 
-class ShardedSync(ApproximateSync):
+class ShardedSync(ResidualSync):
     def __init__(
         self,
         site: int,
@@ -70,16 +68,9 @@ class ShardedSync(ApproximateSync):
         super().__init__(site, sites, params, offset, budget=budget, **asp)
         if len(params) < sites:
             raise ValueError(f"a slice of {len(params)} elements has no piece for each of {sites}")
-        self.budget: LinkBudget = budget
         self.pieces = [even_slice(len(params), sites, s) for s in range(sites)]
         start, end = self.pieces[site]
-        # This site's steps not yet sent to their owners: the filter's accumulator.
-        self.residual = self.filter.accumulator
         self.aggregate = torch.zeros(end - start)  # contributions to this site's piece, unsent
-        self._own_step = torch.zeros(len(params))  # this site's last step, as N sites' mean
-        # The replica as the broadcasts made it: restoring it undoes a local step exactly
-        # (subtracting the step again would leave a rounding error per clock).
-        self._replica = params.clone()
         self.final_contributions: set[int] = set()  # mirrors that flushed to this owner
         # The last clock whose contribution each site (this one too) sent this owner, and
         # the last round this owner closed: a round closes, and its aggregate goes out,
@@ -89,34 +80,9 @@ class ShardedSync(ApproximateSync):
         self.broadcast_final = False
         self.broadcast_elements = 0
 
-    def lookahead(self, now: float) -> torch.Tensor | None:
-        if not self.lookahead_gain or self.clock == 0:
-            return None
-        clocks = self.mirror_clock
-        live = clocks.live(now)
-        # The rounds this replica has not applied yet, on average over the owners. The
-        # mirror clock keeps a live owner within DS rounds; one further behind has just come
-        # back (or this site has): its rounds will not come at the pace the prediction
-        # assumes, and extrapolating the site's step over them blew a replica up.
-        owed = sum(min(max(0, self.clock - clocks.known[m]), clocks.staleness) for m in live) / max(
-            len(live), 1
-        )
-        if not owed:
-            return None
-        self.lookaheads += 1
-        self._undelivered += round(owed)
-        return self._own_step * (self.lookahead_gain * owed)
-
     def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
-        self.clock += 1
-        self.mirror_clock.clock = self.clock
         # The replica moves only by the owners' aggregates: the local step goes to them.
-        self.params.copy_(self._replica)
-        torch.mul(delta, self.sites, out=self._own_step)
-        self.residual += delta
-        if self.mirrors and self.clock > 1:  # the first clock sends the floor's share
-            self.budget.observe(max(self.backlog_s[m] for m in self.mirrors))
-        chosen = _largest(self.residual, self.budget.elements(len(self.residual)))
+        chosen = largest(self.residual, self._take_step(delta))
         out = self._contribute(chosen, Kind.UPDATE)
         self.contributed[self.site] = self.clock
         return out + self._close_rounds(now)
@@ -142,13 +108,7 @@ class ShardedSync(ApproximateSync):
                 return self._broadcast_final(now)
             self.contributed[origin] = max(self.contributed[origin], message.clock)
             return self._close_rounds(now)
-        if not self.rejoining:  # else the snapshot holds what this carried
-            self._apply(message)
-        self.mirror_clock.tick(origin, message.clock, now)
-        if kind == Kind.FLUSH:
-            self.flushed.add(origin)
-            return self._start_average()
-        return []
+        return self._receive_applied(message, now)
 
     def finish(self, now: float) -> list[Outbound]:
         """Flush the residual to the owners; own piece: broadcast once all have flushed."""
@@ -176,7 +136,7 @@ class ShardedSync(ApproximateSync):
                 kind, self.site, self.clock, self.offset + start, end - start,
                 indices - start, values, scale,
             )  # fmt: skip
-            self.residual.index_add_(0, indices, -_as_sent(values, scale))
+            self.residual.index_add_(0, indices, -as_sent(values, scale))
             self.sent_elements += len(indices)
             out.append(Outbound(owner, message, Lane.BULK))
         return out
@@ -193,7 +153,7 @@ class ShardedSync(ApproximateSync):
             return []
         rounds, self.closed = ready - self.closed, ready
         k = min(len(self.aggregate), rounds * self.budget.elements(len(self.aggregate)))
-        return self._broadcast(_largest(self.aggregate, k), Kind.UPDATE, ready)
+        return self._broadcast(largest(self.aggregate, k), Kind.UPDATE, ready)
 
     def _broadcast(self, chosen: torch.Tensor, kind: Kind, round_: int) -> list[Outbound]:
         """The chosen elements of this owner's aggregate, to every site and its own replica,
@@ -205,7 +165,7 @@ class ShardedSync(ApproximateSync):
         message = carrying(
             kind, self.site, round_, self.offset + start, end - start, chosen, values, scale
         )
-        self.aggregate.index_add_(0, chosen, -_as_sent(values, scale))
+        self.aggregate.index_add_(0, chosen, -as_sent(values, scale))
         self.broadcast_elements += len(chosen)
         self._apply(message)
         return [Outbound(BROADCAST, message, Lane.BULK)]
@@ -226,21 +186,12 @@ class ShardedSync(ApproximateSync):
             return []  # this site's own piece is not final yet
         return super()._start_average()
 
-    def _apply(self, message: GeoMessage) -> None:
-        """An owner's broadcast: the owner applies it exactly as every receiver does."""
-        start = message.offset - self.offset
-        for target in (self._replica, self.params):
-            message.add_to(target[start : start + message.length])
-        self.applied_elements += len(message.values) if message.values is not None else 0
-
     def _is_contribution(self, message: GeoMessage) -> bool:
         """About this site's piece (from another site): a contribution; else a broadcast."""
         return message.offset - self.offset == self.pieces[self.site][0]
 
     def _adopt(self, snapshot: GeoMessage) -> None:
         if self.rejoining:
-            self._own_step.zero_()
-            self._replica.copy_(snapshot.dense_values())
             # The replica holds every round up to the snapshot's clock.
             self.closed = self.contributed[self.site] = snapshot.clock
         super()._adopt(snapshot)
@@ -251,14 +202,3 @@ class ShardedSync(ApproximateSync):
             "broadcast_elements": self.broadcast_elements,
             "pending_aggregate_l1": float(self.aggregate.abs().sum()),
         }
-
-
-def _largest(values: torch.Tensor, k: int) -> torch.Tensor:
-    """Indices (increasing) of the k largest |values|, leaving out zeros."""
-    chosen = values.abs().topk(min(k, len(values)), sorted=False).indices
-    return chosen[values[chosen] != 0].sort().values
-
-
-def _as_sent(values: torch.Tensor, scale: float | None) -> torch.Tensor:
-    """What the receivers will add, rounding included."""
-    return values.float() * scale if scale is not None else values.float()

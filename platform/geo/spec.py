@@ -13,9 +13,9 @@ POLICIES: tuple[str, ...] = get_args(PolicyName)
 # How asp's threshold decays, and the precision of the values it sends.
 ScheduleKind = Literal["constant", "inverse-sqrt", "lr"]
 ValueType = Literal["float32", "float16", "int8"]
-# How asp shares each site's steps: through the owner of each piece (sharded), tracked
-# estimates, or Gaia's release-and-zero.
-Exchange = Literal["sharded", "tracking", "release"]
+# How asp shares each site's steps: through the owner of each piece (sharded), to every
+# site at once (direct), tracked estimates, or Gaia's release-and-zero.
+Exchange = Literal["sharded", "direct", "tracking", "release"]
 
 
 class GeoSpec(BaseModel):
@@ -24,14 +24,15 @@ class GeoSpec(BaseModel):
     policy: PolicyName = "asp"
     # asp
     exchange: Exchange = Field(
-        "sharded",
+        "direct",
         description="asp: each site sends the top of its residual steps to the owner of each "
-        "piece, which broadcasts the top of their sum (sharded); every site tracks every "
+        "piece, which broadcasts the top of their sum (sharded); to every site, each replica "
+        "applying exactly what is sent (direct); every site tracks every "
         "site's step and applies all every clock (tracking); or sends significant "
         "accumulated updates and zeroes them (release, Gaia)",
     )
     density: float = Field(
-        0.05,
+        0.008,
         gt=0,
         le=1,
         description="asp: most elements a site sends per clock (a share; 1 = no cap); the "
@@ -45,7 +46,7 @@ class GeoSpec(BaseModel):
         "next clock until refreshed (1 keeps it; 0 sends positions only)",
     )
     density_floor: float = Field(
-        0.01, gt=0, le=1, description="asp: the share sent at the start and at least"
+        0.004, gt=0, le=1, description="asp: the share sent at the start and at least"
     )
     threshold: float = Field(0.01, ge=0, description="significance threshold v0 (0.01 = 1%)")
     threshold_schedule: ScheduleKind = "constant"
@@ -93,6 +94,9 @@ class GeoSpec(BaseModel):
     def label(self) -> str:
         if self.policy == "asp" and self.exchange != "release":
             label = f"asp {self.exchange} {self.density:.1%}"
+            floor = type(self).model_fields["density_floor"].default
+            if self.density_floor != floor and self.density_floor < self.density:
+                label += f" from {self.density_floor:.1%}"
             if self.value_type != "float16":
                 label += f" {self.value_type}"
             if self.lookahead:

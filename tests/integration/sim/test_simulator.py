@@ -33,7 +33,7 @@ def simulate(policy: GeoSpec, **kwargs: object) -> dict:
     return GeoSimulation(job(policy, **kwargs), compute="0.02").run()
 
 
-@pytest.mark.parametrize("exchange", ["release", "sharded"])
+@pytest.mark.parametrize("exchange", ["release", "sharded", "direct"])
 def test_asp_that_sends_everything_and_waits_for_every_clock_is_exactly_bsp(
     exchange: Exchange,
 ) -> None:
@@ -66,12 +66,13 @@ def test_a_simulation_repeats_exactly() -> None:
     "spec",
     [
         GeoSpec(policy="asp"),
+        GeoSpec(policy="asp", exchange="sharded"),
         GeoSpec(policy="asp", exchange="tracking"),
         GeoSpec(policy="bsp"),
         GeoSpec(policy="fedavg", period=4),
         GeoSpec(policy="diloco", period=4),
     ],
-    ids=["asp", "asp-tracking", "bsp", "fedavg", "diloco"],
+    ids=["asp", "asp-sharded", "asp-tracking", "bsp", "fedavg", "diloco"],
 )
 def test_every_replica_ends_equal(spec: GeoSpec) -> None:
     result = simulate(spec)

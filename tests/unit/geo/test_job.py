@@ -60,8 +60,12 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
 @pytest.mark.parametrize(
     ("spec", "label"),
     [
-        (GeoSpec(policy="asp"), "asp sharded 5.0% lookahead 0.5 DS=3"),
-        (GeoSpec(density=0.02, lookahead=0, value_type="int8"), "asp sharded 2.0% int8 DS=3"),
+        (GeoSpec(policy="asp"), "asp direct 0.8% lookahead 0.5 DS=3"),
+        (
+            GeoSpec(exchange="sharded", density=0.02, lookahead=0, value_type="int8"),
+            "asp sharded 2.0% int8 DS=3",
+        ),
+        (GeoSpec(density_floor=0.002), "asp direct 0.8% from 0.2% lookahead 0.5 DS=3"),
         (
             GeoSpec(exchange="tracking", density=0.01, lookahead=1),
             "asp tracking 1.0% lookahead 1 DS=3",
@@ -81,7 +85,17 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
         ),
         (GeoSpec(policy="diloco", period=5), "diloco H=5"),
     ],
-    ids=["default", "sharded", "tracking", "uncapped", "capped", "int8", "adaptive-ds0", "diloco"],
+    ids=[
+        "default",
+        "sharded",
+        "floor",
+        "tracking",
+        "uncapped",
+        "capped",
+        "int8",
+        "adaptive-ds0",
+        "diloco",
+    ],
 )
 def test_a_policy_label_names_what_differs_from_the_defaults(spec: GeoSpec, label: str) -> None:
     assert spec.label == label

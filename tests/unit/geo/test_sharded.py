@@ -2,7 +2,14 @@
 
 import pytest
 import torch
-from geo_support import SIZE, Network, local_step, replicas, train_together
+from geo_support import (
+    SIZE,
+    Network,
+    finish_all,
+    local_step,
+    replicas,
+    run_exchange,
+)
 
 from atoll.platform.geo.codec import decode, encode, encoded_size
 from atoll.platform.geo.messages import Kind
@@ -20,23 +27,7 @@ DENSE = SPARSE.model_copy(update={"density": 1.0, "density_floor": 1.0, "value_t
 def run(
     spec: GeoSpec, clocks: int, deliver_every: int, sites: int = 3
 ) -> tuple[list[torch.Tensor], torch.Tensor, list[ShardedSync], Network]:
-    """Every site steps every clock; messages are delivered every `deliver_every` clocks
-    and once more at the end. Returns the replicas, start + every step, the policies."""
-    params = replicas(sites)
-    start = params[0].clone()
-    policies = [build_policy(spec, i, sites, params[i]) for i in range(sites)]
-    assert all(isinstance(p, ShardedSync) for p in policies)
-    net = Network(policies)
-    steps = train_together(policies, net, clocks, deliver_every, seed=3)
-    net.flush()
-    return params, start + sum(steps), policies, net  # type: ignore[return-value]
-
-
-def finish(policies: list[ShardedSync], net: Network) -> None:
-    for i, policy in enumerate(policies):
-        net.post(i, policy.finish(0.0))
-    net.flush()
-    assert all(p.done(0.0) for p in policies)
+    return run_exchange(spec, ShardedSync, clocks, deliver_every, sites)
 
 
 @pytest.mark.parametrize("spec", [DENSE, SPARSE], ids=["dense", "sparse"])
@@ -59,7 +50,7 @@ def test_the_closing_flush_puts_every_replica_where_all_steps_lead(
     spec: GeoSpec, deliver_every: int
 ) -> None:
     params, expected, policies, net = run(spec, clocks=8, deliver_every=deliver_every)
-    finish(policies, net)
+    finish_all(policies, net)
     for p in params:
         assert torch.equal(p, params[0])
         torch.testing.assert_close(p, expected, atol=1e-4, rtol=0)  # float16 rounding is left
@@ -97,7 +88,7 @@ def test_a_site_moves_only_by_broadcasts_and_sends_each_owner_its_piece() -> Non
 
 def test_messages_round_trip_through_the_codec_and_cost_what_they_encode_to() -> None:
     _, _, policies, net = run(SPARSE, clocks=4, deliver_every=1)
-    finish(policies, net)
+    finish_all(policies, net)
     kinds = set()
     for _, _, out in net.sent:
         message = out.message
@@ -112,52 +103,6 @@ def test_messages_round_trip_through_the_codec_and_cost_what_they_encode_to() ->
         if message.values is not None:
             assert torch.equal(back.float_values(), message.float_values())
     assert kinds == {Kind.UPDATE, Kind.FLUSH}
-
-
-def test_a_site_waits_for_an_owner_ds_clocks_behind_and_names_it() -> None:
-    params = replicas(3)
-    spec = SPARSE.model_copy(update={"staleness": 1})
-    policies = [build_policy(spec, i, 3, params[i]) for i in range(3)]
-    generator = torch.Generator().manual_seed(2)
-    for _ in range(2):
-        assert policies[0].before_clock(0.0) is PROCEED
-        policies[0].after_clock(local_step(policies[0], generator), 0.0)
-    [*_, broadcast] = policies[1].after_clock(local_step(policies[1], generator), 0.5)
-    policies[0].receive(broadcast.message, 0.5)
-    decision = policies[0].before_clock(1.0)
-    assert isinstance(decision, Wait) and decision.on == (2,)
-    [*_, broadcast] = policies[2].after_clock(local_step(policies[2], generator), 1.5)
-    policies[0].receive(broadcast.message, 2.0)
-    assert policies[0].before_clock(2.0) is PROCEED
-    assert policies[0].stall_s == pytest.approx(1.0)
-
-
-def test_the_lookahead_is_the_own_step_as_a_mean_times_the_rounds_owed() -> None:
-    spec = DENSE.model_copy(update={"lookahead": 0.5})
-    _, _, policies, _ = run(spec, clocks=3, deliver_every=1)
-    policy = policies[0]
-    assert policy.lookahead(0.0) is None  # every round applied: nothing to look ahead for
-    for _ in range(2):  # two clocks whose rounds nobody has closed yet
-        step = local_step(policy, torch.Generator().manual_seed(7))
-        policy.after_clock(step, 0.0)
-    offset = policy.lookahead(0.0)
-    assert offset is not None
-    torch.testing.assert_close(offset, step * 3 * (0.5 * 2))  # 3 sites, 2 rounds owed
-    assert build_policy(spec, 0, 3, replicas(1)[0]).lookahead(0.0) is None  # no clock yet
-
-
-def test_the_lookahead_predicts_at_most_ds_rounds_of_an_owner_that_fell_further_behind() -> None:
-    # An owner more than DS rounds behind a live site has just come back (or the site
-    # has): extrapolating over every round it owes blew a replica up in the real runtime.
-    spec = DENSE.model_copy(update={"lookahead": 0.5, "staleness": 2})
-    _, _, policies, _ = run(spec, clocks=3, deliver_every=1)
-    policy = policies[0]
-    for _ in range(10):  # ten clocks whose rounds nobody closes: the owners fell behind
-        step = local_step(policy, torch.Generator().manual_seed(7))
-        policy.after_clock(step, 0.0)
-    offset = policy.lookahead(0.0)
-    assert offset is not None
-    torch.testing.assert_close(offset, step * 3 * (0.5 * 2))  # DS rounds, not ten
 
 
 def test_a_restarted_site_adopts_a_snapshot_and_keeps_contributions_to_its_piece() -> None:
@@ -179,19 +124,3 @@ def test_a_restarted_site_adopts_a_snapshot_and_keeps_contributions_to_its_piece
     assert fresh.aggregate.abs().sum() == sum(
         c.message.float_values().abs().sum() for c in contributions
     )
-
-
-def test_contributions_start_at_the_floor_and_follow_the_links() -> None:
-    params = replicas(2)
-    spec = SPARSE.model_copy(update={"density": 0.4, "density_floor": 0.2, "value_type": "float32"})
-    policy = build_policy(spec, 0, 2, params[0])
-    assert isinstance(policy, ShardedSync)
-    generator = torch.Generator().manual_seed(4)
-    taken = []
-    for backlog in (0.0, 0.0, 0.0, 1.0):
-        policy.link_backlog(1, backlog)
-        out = policy.after_clock(local_step(policy, generator), 0.0)
-        assert out[-1].message.kind == Kind.UPDATE  # the owner's broadcast, every clock
-        taken.append(int((policy.residual == 0).sum()))  # float32: what went out is all gone
-    assert taken == [10, 12, 16, 10]  # 20% of 50 at first, 1.25x a clock, then back to the floor
-    assert policy.stats()["congested_clocks"] == 1
