@@ -9,7 +9,7 @@ from atoll.platform.geo.messages import BROADCAST, Outbound
 from atoll.platform.geo.mirror_clock import PROCEED
 from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.policy import GeoPolicy
-from atoll.platform.geo.spec import GeoSpec
+from atoll.platform.geo.spec import Exchange, GeoSpec
 
 SIZE = 50
 
@@ -64,6 +64,19 @@ def train_together(
 
 
 P = TypeVar("P", bound=GeoPolicy)
+
+
+def exchange_spec(exchange: Exchange, dense: bool = False, **update: object) -> GeoSpec:
+    """asp with `exchange` for the tiny network: 10% a clock (dense: every element, as
+    float32), no waits, no lookahead, ending with the flush."""
+    spec = GeoSpec(
+        exchange=exchange, density=0.1, density_floor=0.1, staleness=9, lookahead=0, final="flush"
+    )
+    if dense:
+        spec = spec.model_copy(
+            update={"density": 1.0, "density_floor": 1.0, "value_type": "float32"}
+        )
+    return spec.model_copy(update=update)
 
 
 def run_exchange(

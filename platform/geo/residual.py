@@ -23,24 +23,16 @@ from atoll.platform.geo.messages import GeoMessage, Kind, Outbound
 
 
 class ResidualSync(ApproximateSync):
-    def __init__(
-        self,
-        site: int,
-        sites: int,
-        params: torch.Tensor,
-        offset: int = 0,
-        *,
-        budget: LinkBudget,
-        **asp: Any,
-    ) -> None:
-        super().__init__(site, sites, params, offset, budget=budget, **asp)
+    def __init__(self, *args: Any, budget: LinkBudget, **asp: Any) -> None:
+        """ApproximateSync's arguments; a budget is required: it sets the share sent."""
+        super().__init__(*args, budget=budget, **asp)
         self.budget: LinkBudget = budget
         # This site's steps not yet sent: the filter's accumulator.
         self.residual = self.filter.accumulator
-        self._own_step = torch.zeros(len(params))  # this site's last step, as N sites' mean
+        self._own_step = torch.zeros(len(self.params))  # its last step, as N sites' mean
         # The replica as the messages made it: restoring it undoes a local step exactly
         # (subtracting the step again would leave a rounding error per clock).
-        self._replica = params.clone()
+        self._replica = self.params.clone()
 
     def lookahead(self, now: float) -> torch.Tensor | None:
         if not self.lookahead_gain or self.clock == 0:

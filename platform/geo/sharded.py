@@ -39,7 +39,6 @@ from typing import Any
 import torch
 
 from atoll.platform.core.slices import even_slice
-from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.messages import (
     BROADCAST,
     GeoMessage,
@@ -55,17 +54,9 @@ from atoll.platform.geo.residual import ResidualSync
 
 
 class ShardedSync(ResidualSync):
-    def __init__(
-        self,
-        site: int,
-        sites: int,
-        params: torch.Tensor,
-        offset: int = 0,
-        *,
-        budget: LinkBudget,
-        **asp: Any,
-    ) -> None:
-        super().__init__(site, sites, params, offset, budget=budget, **asp)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        params, sites, site = self.params, self.sites, self.site
         if len(params) < sites:
             raise ValueError(f"a slice of {len(params)} elements has no piece for each of {sites}")
         self.pieces = [even_slice(len(params), sites, s) for s in range(sites)]

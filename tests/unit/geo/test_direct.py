@@ -5,6 +5,7 @@ import torch
 from geo_support import (
     SIZE,
     Network,
+    exchange_spec,
     finish_all,
     local_step,
     replicas,
@@ -19,10 +20,7 @@ from atoll.platform.geo.mirror_clock import PROCEED, Wait
 from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.spec import GeoSpec
 
-SPARSE = GeoSpec(
-    exchange="direct", density=0.1, density_floor=0.1, staleness=9, lookahead=0, final="flush"
-)
-DENSE = SPARSE.model_copy(update={"density": 1.0, "density_floor": 1.0, "value_type": "float32"})
+SPARSE, DENSE = exchange_spec("direct"), exchange_spec("direct", dense=True)
 
 
 def run(

@@ -3,7 +3,7 @@ the lookahead from the site's own step, and a share that follows the links."""
 
 import pytest
 import torch
-from geo_support import Network, local_step, replicas, train_together
+from geo_support import Network, exchange_spec, local_step, replicas, train_together
 
 from atoll.platform.geo.mirror_clock import PROCEED, Wait
 from atoll.platform.geo.policies import build_policy
@@ -11,13 +11,6 @@ from atoll.platform.geo.residual import ResidualSync
 from atoll.platform.geo.spec import Exchange, GeoSpec
 
 EXCHANGES = pytest.mark.parametrize("exchange", ["sharded", "direct"])
-
-
-def spec(exchange: Exchange, **update: object) -> GeoSpec:
-    sparse = GeoSpec(
-        exchange=exchange, density=0.1, density_floor=0.1, staleness=9, lookahead=0, final="flush"
-    )
-    return sparse.model_copy(update=update)
 
 
 def sites(spec: GeoSpec, count: int) -> list[ResidualSync]:
@@ -35,7 +28,7 @@ def sites(spec: GeoSpec, count: int) -> list[ResidualSync]:
 def test_a_site_waits_for_mirrors_ds_clocks_behind_and_names_them(
     exchange: Exchange, waits_on: tuple[int, ...]
 ) -> None:
-    policies = sites(spec(exchange, staleness=1), 3)
+    policies = sites(exchange_spec(exchange, staleness=1), 3)
     net = Network(policies)
     generator = torch.Generator().manual_seed(2)
 
@@ -63,8 +56,7 @@ def test_the_lookahead_is_the_own_step_as_a_mean_times_what_the_mirrors_owe(
 ) -> None:
     # Capped at DS: a mirror further behind has just come back (or this site has), and
     # extrapolating over all it owes blew a replica up in the real runtime.
-    dense = spec(exchange, density=1.0, density_floor=1.0, value_type="float32")
-    ahead = dense.model_copy(update={"lookahead": 0.5, "staleness": 3})
+    ahead = exchange_spec(exchange, dense=True, lookahead=0.5, staleness=3)
     policies = sites(ahead, 3)
     train_together(policies, net := Network(policies), 3, deliver_every=1, seed=3)
     net.flush()
@@ -81,7 +73,9 @@ def test_the_lookahead_is_the_own_step_as_a_mean_times_what_the_mirrors_owe(
 
 @EXCHANGES
 def test_what_is_sent_starts_at_the_floor_and_follows_the_links(exchange: Exchange) -> None:
-    [policy, _] = sites(spec(exchange, density=0.4, density_floor=0.2, value_type="float32"), 2)
+    [policy, _] = sites(
+        exchange_spec(exchange, density=0.4, density_floor=0.2, value_type="float32"), 2
+    )
     generator = torch.Generator().manual_seed(4)
     taken = []
     for backlog in (0.0, 0.0, 0.0, 1.0):

@@ -5,6 +5,7 @@ import torch
 from geo_support import (
     SIZE,
     Network,
+    exchange_spec,
     finish_all,
     local_step,
     replicas,
@@ -18,10 +19,7 @@ from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.sharded import ShardedSync
 from atoll.platform.geo.spec import GeoSpec
 
-SPARSE = GeoSpec(
-    exchange="sharded", density=0.1, density_floor=0.1, staleness=9, lookahead=0, final="flush"
-)
-DENSE = SPARSE.model_copy(update={"density": 1.0, "density_floor": 1.0, "value_type": "float32"})
+SPARSE, DENSE = exchange_spec("sharded"), exchange_spec("sharded", dense=True)
 
 
 def run(
