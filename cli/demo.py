@@ -76,6 +76,10 @@ def demo(
     from atoll.platform.net.topology import load_topology
 
     check_dataset("digits" if cartel else dataset)  # a missing dataset fails here, first
+    # Ctrl-C stops everything the demo started, even where it was started with SIGINT
+    # ignored (a non-interactive shell's background job): its processes inherit that, and
+    # a demo that cannot be stopped leaves agents training behind.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     claim_run_dir(out, overwrite=True)
     console = Console(stderr=True)
     names = load_topology("three-continents").sites
