@@ -17,14 +17,14 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
-def demo(out: Path, log: Path, *args: str) -> subprocess.Popen[str]:
+def demo(out: Path, log: Path, *args: str, sigint_ignored: bool = False) -> subprocess.Popen[str]:
+    """`sigint_ignored`: started as a non-interactive shell's background job is, with
+    SIGINT ignored (a shell's `trap "" INT`, which `exec` passes on)."""
+    command = [sys.executable, "-m", "atoll.cli", "demo", "--out", str(out), *args]
+    if sigint_ignored:
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
     with log.open("w") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-m", "atoll.cli", "demo", "--out", str(out), *args],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
 
 
 def processes_mentioning(text: str) -> list[str]:
@@ -114,10 +114,13 @@ def test_the_demo_completes_a_job_keeps_the_stack_then_stops_it_all(
     assert wait_gone(str(out)) == []
 
 
-def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path, fashion_mnist: Path) -> None:
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["terminal", "sigint-ignored"])
+def test_ctrl_c_stops_every_process_the_demo_started(
+    tmp_path: Path, fashion_mnist: Path, sigint_ignored: bool
+) -> None:
     out = tmp_path / "demo"
     log = tmp_path / "stderr.log"
-    process = demo(out, log, "--clocks", "100000")
+    process = demo(out, log, "--clocks", "100000", sigint_ignored=sigint_ignored)
     try:
         wait_for(log, "control plane: http", process, 180)
         assert processes_mentioning(str(out))  # the services and agents are running
