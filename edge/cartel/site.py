@@ -181,7 +181,8 @@ class CartelSiteRun:
             self.endpoint.start()
             for thread in threads:
                 thread.start()
-            self._wait_for_neighbours()
+            if not resume:
+                self._wait_for_neighbours()
             try:
                 self._emit(
                     TrainingStarted(
@@ -274,7 +275,10 @@ class CartelSiteRun:
     def _wait_for_neighbours(self) -> None:
         """Sites start together (their agents took the job at different moments), so that
         a neighbour's model is as far along as the asker's; one that does not come is
-        left behind, not waited for."""
+        left behind, not waited for. A resumed site does not wait: its neighbours are
+        ahead of it or done, and waiting on finished ones would stall it for the whole
+        wait (the control plane then ends the job without it). Its links come up on
+        their own."""
         try:
             self.endpoint.wait_connected(timeout=_START_S)
         except LinkError as e:
