@@ -88,7 +88,7 @@ GAIA_BEST = RELEASE.model_copy(
 RELEASE_CAPPED = RELEASE.model_copy(
     update={"density": 0.006, "density_floor": 0.001, "staleness": 4}
 )  # the default before the sharded exchange: release capped at 0.6% a clock
-SHARDED = GeoSpec(exchange="sharded", density=0.05, density_floor=0.01)
+SHARDED = GeoSpec(exchange="sharded", density=0.05, density_floor=0.01, final="flush")
 # the default before the direct exchange: through each piece's owner, 5% a clock
 BASELINES = (
     GeoSpec(policy="lan"),

@@ -72,10 +72,12 @@ class GeoSpec(BaseModel):
         "last step (0 = at the replica, as Gaia does)",
     )
     final: Literal["average", "flush"] = Field(
-        "flush",
-        description="asp: flush what is held back (release: the accumulators, as Gaia; "
-        "sharded: residuals to the owners, then the owners' aggregates to all), or average "
-        "the replicas (release: instead of the flush; sharded: after it)",
+        "average",
+        description="asp: how a run ends. average: one round makes every replica the "
+        "replicas' mean (direct: what the messages made them, the residuals dropped; "
+        "release: instead of the flush; sharded: after it); flush: send what is held back "
+        "(release: the accumulators, as Gaia; sharded: residuals to the owners, then the "
+        "owners' aggregates to all; direct: one round adds every residual)",
     )
     congestion_s: float = Field(
         0.05, ge=0, description="link backlog (seconds) beyond which updates are announced first"
@@ -101,6 +103,8 @@ class GeoSpec(BaseModel):
                 label += f" {self.value_type}"
             if self.lookahead:
                 label += f" lookahead {self.lookahead:g}"
+            if self.final != type(self).model_fields["final"].default:
+                label += f" final {self.final}"
             return f"{label} DS={self.staleness}"
         if self.policy == "asp":
             label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"

@@ -66,7 +66,7 @@ def run_log(deployment: LocalDeployment, site: str, job_id: str) -> Path:
 
 def final_accuracy(job: JobOut) -> float:
     finals = {s.final_accuracy for s in job.sites}
-    assert len(finals) == 1, f"the final flush leaves every replica the same: {finals}"
+    assert len(finals) == 1, f"the closing round leaves every replica the same: {finals}"
     return finals.pop()
 
 

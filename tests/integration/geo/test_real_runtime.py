@@ -64,7 +64,7 @@ def test_asp_job_runs_end_to_end_and_replicas_agree(tmp_path: Path) -> None:
     assert summary["clocks"] == 40
     assert summary["time_kind"] == "wall"
     finals = {site["final_accuracy"] for site in summary["sites"]}
-    assert len(finals) == 1  # the final flush made every replica equal
+    assert len(finals) == 1  # the closing round made every replica equal
     assert summary["final_accuracy"] == pytest.approx(finals.pop(), abs=1e-12)  # a mean
     assert summary["wan_bytes"] > 0
     assert len(summary["links"]) == 6

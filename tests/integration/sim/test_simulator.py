@@ -105,7 +105,7 @@ def test_bsp_over_the_wan_takes_longer_than_on_a_lan_and_sends_as_much() -> None
 
 def test_asp_sends_fewer_bytes_than_bsp() -> None:
     asp, bsp = simulate(GeoSpec(policy="asp", threshold=0.1)), simulate(GeoSpec(policy="bsp"))
-    # The cap (at most 5% of the elements a clock) and one closing flush, over 30 clocks
+    # The cap (at most 5% of the elements a clock) and one closing round, over 30 clocks
     assert asp["wan_bytes"] < bsp["wan_bytes"] / 10
     assert asp["wan_bytes"] < bsp["wan_bytes"]
     assert len(asp["links"]) == 6 and sum(asp["links"].values()) == asp["wan_bytes"]

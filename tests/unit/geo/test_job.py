@@ -66,6 +66,7 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
             "asp sharded 2.0% int8 DS=3",
         ),
         (GeoSpec(density_floor=0.002), "asp direct 0.8% from 0.2% lookahead 0.5 DS=3"),
+        (GeoSpec(final="flush"), "asp direct 0.8% lookahead 0.5 final flush DS=3"),
         (
             GeoSpec(exchange="tracking", density=0.01, lookahead=1),
             "asp tracking 1.0% lookahead 1 DS=3",
@@ -89,6 +90,7 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
         "default",
         "sharded",
         "floor",
+        "flush",
         "tracking",
         "uncapped",
         "capped",
