@@ -11,8 +11,16 @@ from atoll.localstack.deployment import AgentSpec, LocalDeployment
 
 @contextmanager
 def cartel_stack(root: Path, agents: list[AgentSpec]) -> Iterator[LocalDeployment]:
+    # A site killed mid-job restarts from its checkpoint; on a loaded CI host starting its
+    # process (Python, torch) took 30 s, as long as the control plane's default wait before
+    # it ends a job without a site whose clock stands still. These jobs last 15-40 s.
     deployment = LocalDeployment(
-        root / "stack", agents, redis_url=shared_redis_url(), heartbeat_s=0.5, with_web=False
+        root / "stack",
+        agents,
+        redis_url=shared_redis_url(),
+        heartbeat_s=0.5,
+        with_web=False,
+        control_env={"ATOLL_LOST_AFTER_S": "120"},
     )
     with deployment:
         yield deployment

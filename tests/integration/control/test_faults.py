@@ -111,8 +111,11 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     deployment.agents["frankfurt"].kill()
     killed_at, killed_wall = time.monotonic(), time.time()
     wait_for("frankfurt offline", lambda: not client.site("frankfurt").online, 10, poll_s=0.05)
-    # Silent for two heartbeats is offline (the control plane looks every quarter second).
-    assert time.monotonic() - killed_at <= 2 * deployment.heartbeat_s + 0.5
+    # Silent for two heartbeats is offline (the control plane looks every quarter second):
+    # seconds, not the 30 s after which a site stops holding up its job. The margin is for a
+    # loaded CI host, where each of the control plane's turns and answers can take seconds
+    # (7.2 s was seen there, 1.5 s is usual).
+    assert time.monotonic() - killed_at <= 2 * deployment.heartbeat_s + 9
     wait_for("its site to die with it", lambda: not process_exists(site_pid), 10)
     deployment.start_agent("frankfurt")  # at once: its site takes a while to load
 
