@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.platform.core.files import write_json
+from atoll.platform.core.host_memory import keep_freed_memory
 from atoll.platform.data.datasets import load_dataset
 from atoll.platform.site.reference import train_single_process
 from atoll.platform.site.run import train_site
@@ -171,6 +172,9 @@ class Measurement:
 def measure(setup: str, job: SiteJob, folder: Path, core: int = 0) -> Measurement:
     """One setup, measured in this process (for a pair: one of its loops, on `core`,
     timed once its partner is warmed up too)."""
+    # The plain loops get the malloc thresholds the site's ranks set themselves: the figures
+    # compare the site tier with a loop, not one allocator's luck with another's.
+    keep_freed_memory()
     if setup in (PLAIN, PAIR):
         train = load_dataset(job.dataset).train
         with _one_thread(job.pin_cores, core):

@@ -32,6 +32,7 @@ from atoll.platform.core.events import (
     TrainingStarted,
 )
 from atoll.platform.core.files import write_json
+from atoll.platform.core.host_memory import keep_freed_memory
 from atoll.platform.core.runlog import RunLog
 from atoll.platform.data.datasets import Dataset, load_dataset, load_site_data
 from atoll.platform.model.evaluate import evaluate
@@ -100,6 +101,7 @@ class CartelSiteRun:
         out: Path,
         on_event: Callable[[SiteEvent], None] = lambda event: None,
     ) -> None:
+        keep_freed_memory()  # see core/host_memory.py
         self.job = job
         self.spec = job.job
         self.out = out

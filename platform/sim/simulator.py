@@ -17,6 +17,7 @@ import torch
 
 from atoll.platform.core.errors import AtollError
 from atoll.platform.core.events import SimDiverged, SimEvent, SimSiteDone, TimelinePoint
+from atoll.platform.core.host_memory import keep_freed_memory
 from atoll.platform.data.datasets import load_dataset, share_indices
 from atoll.platform.geo.codec import encoded_size
 from atoll.platform.geo.divergence import Diverged, DivergenceGuard
@@ -65,6 +66,7 @@ class GeoSimulation:
         compute: str | ComputeProfile = "measured",
         on_event: Callable[[SimEvent], None] = lambda event: None,
     ) -> None:
+        keep_freed_memory()  # every replica trains and evaluates in this process
         self.job = job
         self.on_event = on_event
         data = load_dataset(job.dataset, job.data_dir)

@@ -37,6 +37,7 @@ from atoll.platform.core.events import (
     TrainingFinished,
     TrainingStarted,
 )
+from atoll.platform.core.host_memory import keep_freed_memory
 from atoll.platform.data.datasets import Dataset, load_share, load_site_data
 from atoll.platform.geo.divergence import DivergenceGuard
 from atoll.platform.geo.wan import bsp_bytes_per_clock
@@ -178,6 +179,7 @@ def _die_with_site(site_pid: int) -> None:
 class SiteRank:
     def __init__(self, ctx: RankContext, events: "Queue[RankMessage]", stop: Event) -> None:
         self.ctx, self.events, self.stop = ctx, events, stop
+        keep_freed_memory()  # before the data and the model: see core/host_memory.py
         job = ctx.job
         data = (
             load_site_data(job.data)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from atoll.platform.core.host_memory import keep_freed_memory
 from atoll.platform.data.datasets import TrainTest
 from atoll.platform.transfer.adapt import Adaptation, time_to_adapt
 from atoll.platform.transfer.config import CartelConfig
@@ -141,6 +142,7 @@ Emit = Callable[[dict[str, object]], None]
 
 class CartelSimulation:
     def __init__(self, settings: SimSettings, data: TrainTest, emit: Emit | None = None) -> None:
+        keep_freed_memory()  # every site's model trains and evaluates in this process
         self.s = settings
         self.data = data
         self.emit: Emit = emit or (lambda event: None)
