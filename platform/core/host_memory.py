@@ -5,9 +5,9 @@ mmap threshold gets a mapping of its own, unmapped on free; free space above the
 threshold at the top of the heap is released. Both move as a process frees its first
 large chunks (the trim threshold follows at twice the mmap one), so where they settle
 depends on the order of those first allocations. A site rank whose thresholds settled
-low released its activations every clock and faulted them back in on the next: 2,000 to
-7,000 page faults a clock on the Fashion-MNIST CNN at batch 64, its forward and backward
-passes 20-40% slower than a plain loop's whole step, and different from run to run.
+low released its activations every clock and faulted them back in on the next: 1,800 to
+7,500 page faults a clock on the Fashion-MNIST CNN at batch 64, its forward and backward
+passes up to 50% slower than a plain loop's whole step, and different from run to run.
 Fixed thresholds make every run the fast one, at the cost of holding up to
 `TRIM_THRESHOLD` of freed memory.
 """
