@@ -15,6 +15,13 @@ class Moment:
     wall: float  # time.time(): for timestamps others read
 
 
+@dataclass(frozen=True)
+class OfJob:
+    """An input or an effect that concerns one job: its site, its files."""
+
+    job_id: str
+
+
 # -- inputs ------------------------------------------------------------------------------
 
 
@@ -34,23 +41,20 @@ class CommandArrived:
 
 
 @dataclass(frozen=True)
-class Launched:
+class Launched(OfJob):
     """A Launch was carried out: the site runs as `pid`."""
 
-    job_id: str
     pid: int
 
 
 @dataclass(frozen=True)
-class SiteLogged:
-    job_id: str
+class SiteLogged(OfJob):
     event: RunEvent
     at: Moment
 
 
 @dataclass(frozen=True)
-class SiteEnded:
-    job_id: str
+class SiteEnded(OfJob):
     code: int
     last_error: str | None  # the end of what it printed on stderr
 
@@ -95,29 +99,25 @@ Input = (
 
 
 @dataclass(frozen=True)
-class WriteJobFiles:
-    job_id: str
+class WriteJobFiles(OfJob):
     start: StartJob
 
 
 @dataclass(frozen=True)
-class Launch:
+class Launch(OfJob):
     """Start the job's site (resume: from its checkpoint); then report `Launched`."""
 
-    job_id: str
     resume: bool
 
 
 @dataclass(frozen=True)
-class Stop:
+class Stop(OfJob):
     """SIGTERM: the site finishes its clock, checkpoints and exits."""
-
-    job_id: str
 
 
 @dataclass(frozen=True)
-class Kill:
-    job_id: str
+class Kill(OfJob):
+    pass
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,11 @@ from typing import TypeVar
 
 import torch
 
-from atoll.platform.geo.messages import BROADCAST, Outbound
-from atoll.platform.geo.mirror_clock import PROCEED
+from atoll.platform.geo.codec import decode, encode, encoded_size
+from atoll.platform.geo.messages import BROADCAST, Kind, Outbound
+from atoll.platform.geo.mirror_clock import PROCEED, Wait
 from atoll.platform.geo.policies import build_policy
-from atoll.platform.geo.policy import GeoPolicy
+from atoll.platform.geo.policy import GeoPolicy, SiteSlice
 from atoll.platform.geo.spec import Exchange, GeoSpec
 
 SIZE = 50
@@ -37,6 +38,11 @@ class Network:
 def replicas(count: int, seed: int = 0) -> list[torch.Tensor]:
     start = torch.randn(SIZE, generator=torch.Generator().manual_seed(seed))
     return [start.clone() for _ in range(count)]
+
+
+def slices(params: list[torch.Tensor]) -> list[SiteSlice]:
+    """One site for each replica: site i owns `params[i]`, the whole vector."""
+    return [SiteSlice(i, len(params), p) for i, p in enumerate(params)]
 
 
 def local_step(policy: GeoPolicy, generator: torch.Generator, scale: float = 0.01) -> torch.Tensor:
@@ -101,3 +107,33 @@ def finish_all(policies: list[P], net: Network) -> None:
         net.post(i, policy.finish(0.0))
     net.flush()
     assert all(p.done(0.0) for p in policies)
+
+
+def restarted(spec: GeoSpec, kind: type[P], site: int, sites: int = 3) -> tuple[P, Outbound]:
+    """Site `site` of `sites` after a restart, its replica lost: waiting for a snapshot,
+    with the HELLO that asks the mirrors for one."""
+    fresh = build_policy(spec, site, sites, torch.zeros(SIZE))
+    assert isinstance(fresh, kind)
+    [hello] = fresh.rejoin()
+    assert isinstance(fresh.before_clock(0.0), Wait)
+    return fresh, hello
+
+
+def sent_kinds(net: Network) -> set[Kind]:
+    return {out.message.kind for _, _, out in net.sent}
+
+
+def assert_round_trips(net: Network) -> None:
+    """Every message sent decodes to itself and costs what the codec says it encodes to
+    (the size the links count)."""
+    for _, _, out in net.sent:
+        message = out.message
+        data = encode(message)
+        assert len(data) == encoded_size(message)
+        back = decode(data)
+        assert (back.kind, back.origin, back.clock) == (message.kind, message.origin, message.clock)
+        assert (back.offset, back.length) == (message.offset, message.length)
+        if message.indices is not None:
+            assert torch.equal(back.indices, message.indices)
+        if message.values is not None:
+            assert torch.equal(back.float_values(), message.float_values())

@@ -33,30 +33,44 @@ class EventModel(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
+    # Each event narrows `kind` to a Literal of its own. Declared here, it comes first in
+    # the JSON, before the fields the groups below declare.
+    kind: str
+
+
+class FromRank(EventModel):
+    """What one rank of a site reports."""
+
+    time: float
+    rank: int
+
+
+class AtStep(EventModel):
+    """What a site reports as its training reaches `step`: clocks (a cartel site: batches)
+    done."""
+
+    time: float
+    step: int
+
 
 # -- a site's ranks ------------------------------------------------------------------
 
 
-class RankStarted(EventModel):
+class RankStarted(FromRank):
     kind: Literal["rank_started"] = "rank_started"
-    time: float
-    rank: int
     pid: int
 
 
-class GeoJoined(EventModel):
+class GeoJoined(FromRank):
     """A rank's shards reached their mirrors; `clock` is where the site goes on from."""
 
     kind: Literal["geo_joined"] = "geo_joined"
-    time: float
-    rank: int
     clock: int
 
 
-class TrainingStarted(EventModel):
+class TrainingStarted(AtStep):
     kind: Literal["started"] = "started"
-    time: float
-    step: int  # 0, or the step a resumed run goes on from
+    # `step`: 0, or the step a resumed run goes on from
     total_steps: int
     params: int
     # The site's own account of its data and model, for its agent to report.
@@ -66,24 +80,18 @@ class TrainingStarted(EventModel):
     bsp_bytes_per_clock: int | None = None  # in a geo job: what BSP would send per clock
 
 
-class StepDone(EventModel):
+class StepDone(AtStep):
     kind: Literal["step"] = "step"
-    time: float
-    step: int  # clocks done
     loss: float  # of worker 0's batch
     epoch: int
 
 
-class CheckpointSaved(EventModel):
+class CheckpointSaved(AtStep):
     kind: Literal["checkpoint"] = "checkpoint"
-    time: float
-    step: int
 
 
-class Evaluated(EventModel):
+class Evaluated(AtStep):
     kind: Literal["eval"] = "eval"
-    time: float
-    step: int
     test_accuracy: float
     test_loss: float
     samples: int = 0  # test samples evaluated on (absent in the oldest logs)
@@ -108,13 +116,11 @@ _POLICY_COUNTERS = frozenset(
 )
 
 
-class GeoStats(EventModel):
+class GeoStats(FromRank):
     """One shard's geo policy and WAN links, cumulative since this run of the site began
     (a restarted site starts counting again)."""
 
     kind: Literal["geo"] = "geo"
-    time: float
-    rank: int
     shard: int
     policy: str
     clock: int
@@ -149,10 +155,8 @@ class GeoStats(EventModel):
         return {k: v for k, v in data.items() if v is not None or k not in _POLICY_COUNTERS}
 
 
-class TrainingFinished(EventModel):
+class TrainingFinished(AtStep):
     kind: Literal["finished"] = "finished"
-    time: float
-    step: int
     stopped: bool  # stopped early on request (with a checkpoint), not trained to the end
     train_s: float = 0.0  # seconds of clocks, without checkpoints and evaluations
     steady_steps: int = 0  # clocks after the warm-up, over which steady_step_s is measured
@@ -167,54 +171,50 @@ class TrainingFailed(EventModel):
     message: str
 
 
-class RankFailed(EventModel):
+class RankFailed(FromRank):
     kind: Literal["error"] = "error"
-    time: float
-    rank: int
     message: str
     traceback: str
 
 
-class RankStats(EventModel):
+class RankStats(FromRank):
     kind: Literal["rank_stats"] = "rank_stats"
-    time: float
-    rank: int
     barrier_wait_s: float
     compute_s: float
     exchange_s: float
+    exchange: str  # what carried the tensors: "shared memory" or "process group"
 
 
 # -- the local launcher of a geo job ---------------------------------------------------
 
 
-class SiteLaunched(EventModel):
-    kind: Literal["site_started"] = "site_started"
+class OfSite(EventModel):
+    """What the launcher did to, or saw of, one of its sites."""
+
     time: float
     site: str
+
+
+class SiteLaunched(OfSite):
+    kind: Literal["site_started"] = "site_started"
     pid: int
     resume: bool
 
 
-class SiteDied(EventModel):
+class SiteDied(OfSite):
     kind: Literal["site_died"] = "site_died"
-    time: float
-    site: str
     how: str
     restarting: bool
 
 
-class SiteAbandoned(EventModel):
+class SiteAbandoned(OfSite):
     """Still rejoining when every other site had finished: the job ends without it."""
 
     kind: Literal["site_abandoned"] = "site_abandoned"
-    time: float
-    site: str
 
 
-class SiteProgressed(EventModel):
+class SiteProgressed(OfSite):
     kind: Literal["progress"] = "progress"
-    time: float
-    site: str
     clock: int
     accuracy: float | None
     wan_bytes: int
@@ -259,12 +259,10 @@ CartelHappening = Literal[
 ]
 
 
-class CartelNoted(EventModel):
+class CartelNoted(AtStep):
     """What a cartel site decided or met, in the words of its log line."""
 
     kind: Literal["cartel"] = "cartel"
-    time: float
-    step: int  # batches done
     happening: CartelHappening
     message: str
     sites: list[str] = Field(default_factory=list)  # the neighbours, or the one concerned
@@ -272,12 +270,10 @@ class CartelNoted(EventModel):
     detector: str | None = None
 
 
-class CartelTransferred(EventModel):
+class CartelTransferred(AtStep):
     """A part fetched from a neighbour and merged into the site's model."""
 
     kind: Literal["cartel_transfer"] = "cartel_transfer"
-    time: float
-    step: int
     source: str
     source_version: int
     part: str  # rows (logistic regression) or head (the CNN's classifier)

@@ -25,7 +25,7 @@ import torch
 from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, quantize
 from atoll.platform.geo.mirror_clock import Decision, MirrorClock, Wait
-from atoll.platform.geo.policy import GeoPolicy
+from atoll.platform.geo.policy import GeoPolicy, SiteSlice
 from atoll.platform.geo.rounds import RoundSync
 from atoll.platform.geo.selective_barrier import SelectiveBarrier
 from atoll.platform.geo.significance import AdaptiveThreshold, SignificanceFilter, ThresholdSchedule
@@ -37,10 +37,7 @@ class ApproximateSync(GeoPolicy):
 
     def __init__(
         self,
-        site: int,
-        sites: int,
-        params: torch.Tensor,
-        offset: int = 0,
+        where: SiteSlice,
         *,
         schedule: ThresholdSchedule | None = None,
         adaptive: AdaptiveThreshold | None = None,
@@ -53,10 +50,12 @@ class ApproximateSync(GeoPolicy):
         lookahead: float = 0.0,
         budget: LinkBudget | None = None,
     ) -> None:
-        super().__init__(site, sites, params, offset)
+        super().__init__(where)
         self.budget = budget  # caps what goes out per clock by the links' measured backlog
-        self.filter = SignificanceFilter(len(params), schedule or ThresholdSchedule(), adaptive)
-        self.mirror_clock = MirrorClock(site, sites, staleness, lease_s, start_s)
+        self.filter = SignificanceFilter(
+            len(self.params), schedule or ThresholdSchedule(), adaptive
+        )
+        self.mirror_clock = MirrorClock(self.site, self.sites, staleness, lease_s, start_s)
         self.barrier = SelectiveBarrier()
         self.value_type = value_type
         self.congestion_s = congestion_s
@@ -184,12 +183,7 @@ class ApproximateSync(GeoPolicy):
         """The one-round average at the end; mirrors may start it before this site does."""
         if self._average is None:
             self._average = RoundSync(
-                self.site,
-                self.sites,
-                self.params,
-                self.offset,
-                name="final",
-                change_type=self._closing_change_type,
+                self.where, name="final", change_type=self._closing_change_type
             )
             self._average.anchor.zero_()  # each site's "change" is then its whole replica
         return self._average

@@ -40,9 +40,8 @@ from atoll.platform.geo.messages import (
     Kind,
     Lane,
     Outbound,
-    as_sent,
     largest,
-    quantize,
+    take_sent,
 )
 from atoll.platform.geo.residual import ResidualSync
 from atoll.platform.geo.spec import ValueType
@@ -94,9 +93,8 @@ class DirectSync(ResidualSync):
     def _send(self, chosen: torch.Tensor) -> Outbound:
         """The chosen elements of the residual, to every mirror and to this replica. Even
         none go: the message tells the mirrors this site's clock."""
-        values, scale = quantize(self.residual[chosen], self.value_type)
+        values, scale = take_sent(self.residual, chosen, self.value_type)
         message = self._carrying(Kind.UPDATE, chosen, values, scale)
-        self.residual.index_add_(0, chosen, -as_sent(values, scale))
         self.sent_elements += len(chosen)
         self._apply(message)
         return Outbound(BROADCAST, message, Lane.BULK)

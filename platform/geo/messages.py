@@ -96,6 +96,16 @@ def as_sent(values: torch.Tensor, scale: float | None) -> torch.Tensor:
     return values.float() * scale if scale is not None else values.float()
 
 
+def take_sent(
+    buffer: torch.Tensor, indices: torch.Tensor, value_type: ValueType
+) -> tuple[torch.Tensor, float | None]:
+    """The elements of `buffer` at `indices` as they travel (`quantize`), taken out of it
+    exactly as receivers add them: what the rounding lost stays (error feedback)."""
+    values, scale = quantize(buffer[indices], value_type)
+    buffer.index_add_(0, indices, -as_sent(values, scale))
+    return values, scale
+
+
 def largest(values: torch.Tensor, k: int) -> torch.Tensor:
     """Indices (increasing) of the k largest |values|, leaving out zeros: top-k selection."""
     chosen = values.abs().topk(min(k, len(values)), sorted=False).indices

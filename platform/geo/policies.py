@@ -7,7 +7,7 @@ import torch
 from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.direct import DirectSync
 from atoll.platform.geo.link_budget import LinkBudget
-from atoll.platform.geo.policy import GeoPolicy, Isolated
+from atoll.platform.geo.policy import GeoPolicy, Isolated, SiteSlice
 from atoll.platform.geo.rounds import OuterNesterov, RoundSync
 from atoll.platform.geo.sharded import ShardedSync
 from atoll.platform.geo.significance import AdaptiveThreshold, ThresholdSchedule
@@ -24,23 +24,20 @@ def build_policy(
     start_s: float = 0.0,
 ) -> GeoPolicy:
     """Site `site` of `sites`, owning `params` (the slice that starts at `offset`)."""
+    where = SiteSlice(site, sites, params, offset)
     if spec.policy == "asp":
-        return _asp(spec, site, sites, params, offset, start_s)
+        return _asp(spec, where, start_s)
     if spec.policy in ("bsp", "lan"):
-        return RoundSync(site, sites, params, offset, name=spec.policy, period=1)
+        return RoundSync(where, name=spec.policy, period=1)
     if spec.policy == "fedavg":
-        return RoundSync(site, sites, params, offset, name="fedavg", period=spec.period)
+        return RoundSync(where, name="fedavg", period=spec.period)
     if spec.policy == "diloco":
         outer = OuterNesterov(spec.outer_lr, spec.outer_momentum)
-        return RoundSync(
-            site, sites, params, offset, name="diloco", period=spec.period, outer=outer
-        )
-    return Isolated(site, sites, params, offset)
+        return RoundSync(where, name="diloco", period=spec.period, outer=outer)
+    return Isolated(where)
 
 
-def _asp(
-    spec: GeoSpec, site: int, sites: int, params: torch.Tensor, offset: int, start_s: float
-) -> GeoPolicy:
+def _asp(spec: GeoSpec, where: SiteSlice, start_s: float) -> GeoPolicy:
     # A density of 1 is no cap: every element, from the first clock.
     floor = 1.0 if spec.density >= 1 else min(spec.density_floor, spec.density)
     budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s)
@@ -54,18 +51,15 @@ def _asp(
         "lookahead": spec.lookahead,
     }
     if spec.exchange == "sharded":
-        return ShardedSync(site, sites, params, offset, budget=budget, **asp)
+        return ShardedSync(where, budget=budget, **asp)
     if spec.exchange == "direct":
-        return DirectSync(site, sites, params, offset, budget=budget, **asp)
+        return DirectSync(where, budget=budget, **asp)
     if spec.exchange == "tracking":
-        return TrackingSync(site, sites, params, offset, budget=budget, decay=spec.decay, **asp)
+        return TrackingSync(where, budget=budget, decay=spec.decay, **asp)
     adaptive = AdaptiveThreshold(spec.budget_mbps * 1e6) if spec.budget_mbps else None
     capped = spec.density < 1  # at most that share per clock, following the links
     return ApproximateSync(
-        site,
-        sites,
-        params,
-        offset,
+        where,
         schedule=ThresholdSchedule(spec.threshold, spec.threshold_schedule),
         adaptive=adaptive,
         congestion_s=spec.congestion_s,

@@ -14,6 +14,7 @@ time comes in as `now`, messages go out as return values.
 """
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,16 +23,29 @@ from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbo
 from atoll.platform.geo.mirror_clock import PROCEED, Decision, Wait
 
 
+@dataclass(frozen=True, eq=False)
+class SiteSlice:
+    """Where a policy runs: site `site` of `sites`, owning `params`, the slice of the model
+    vector that starts at `offset`. Every policy takes one; a policy that runs another
+    inside it (asp's closing round) hands it on."""
+
+    site: int
+    sites: int
+    params: torch.Tensor
+    offset: int = 0
+
+
 class GeoPolicy(ABC):
     name: str = "policy"
 
-    def __init__(self, site: int, sites: int, params: torch.Tensor, offset: int = 0) -> None:
-        if not 0 <= site < sites:
-            raise ValueError(f"site {site} is not one of {sites}")
-        self.site = site
-        self.sites = sites
-        self.params = params
-        self.offset = offset
+    def __init__(self, where: SiteSlice) -> None:
+        if not 0 <= where.site < where.sites:
+            raise ValueError(f"site {where.site} is not one of {where.sites}")
+        self.where = where
+        self.site = where.site
+        self.sites = where.sites
+        self.params = where.params
+        self.offset = where.offset
         self.clock = 0  # clocks completed
         self.stall_s = 0.0
         self.rejoining = False

@@ -20,12 +20,13 @@ import torch
 from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.messages import GeoMessage, Kind, Outbound
+from atoll.platform.geo.policy import SiteSlice
 
 
 class ResidualSync(ApproximateSync):
-    def __init__(self, *args: Any, budget: LinkBudget, **asp: Any) -> None:
+    def __init__(self, where: SiteSlice, *, budget: LinkBudget, **asp: Any) -> None:
         """ApproximateSync's arguments; a budget is required: it sets the share sent."""
-        super().__init__(*args, budget=budget, **asp)
+        super().__init__(where, budget=budget, **asp)
         self.budget: LinkBudget = budget
         # This site's steps not yet sent: the filter's accumulator.
         self.residual = self.filter.accumulator

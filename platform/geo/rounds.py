@@ -21,7 +21,7 @@ import torch
 from atoll.platform.core.slices import even_slice
 from atoll.platform.geo.messages import GeoMessage, Kind, Lane, Outbound, quantize
 from atoll.platform.geo.mirror_clock import PROCEED, Decision, Wait
-from atoll.platform.geo.policy import GeoPolicy
+from atoll.platform.geo.policy import GeoPolicy, SiteSlice
 from atoll.platform.geo.spec import ValueType
 
 
@@ -38,17 +38,14 @@ class OuterNesterov:
 class RoundSync(GeoPolicy):
     def __init__(
         self,
-        site: int,
-        sites: int,
-        params: torch.Tensor,
-        offset: int = 0,
+        where: SiteSlice,
         *,
         name: str = "bsp",
         period: int = 1,
         outer: OuterNesterov | None = None,
         change_type: ValueType = "float32",
     ) -> None:
-        super().__init__(site, sites, params, offset)
+        super().__init__(where)
         if period < 1:
             raise ValueError(f"round period must be >= 1 clock, got {period}")
         self.name = name
@@ -56,8 +53,8 @@ class RoundSync(GeoPolicy):
         # How changes travel to their owners; new values always travel as float32, so
         # every replica leaves a round with exactly the owner's values.
         self.change_type = change_type
-        self.pieces = [even_slice(len(params), sites, s) for s in range(sites)]
-        self.anchor = params.clone()  # the replica as the current round began
+        self.pieces = [even_slice(len(self.params), self.sites, s) for s in range(self.sites)]
+        self.anchor = self.params.clone()  # the replica as the current round began
         self._change = torch.zeros(0)  # this site's contribution to the current round
         self.round = 0
         self.waiting = False
@@ -66,7 +63,7 @@ class RoundSync(GeoPolicy):
         self._results: set[int] = set()  # pieces received this round
         self._outer = None
         if outer is not None:
-            start, end = self.pieces[site]
+            start, end = self.pieces[self.site]
             self._outer_param = self.anchor[start:end].clone()
             self._outer = torch.optim.SGD(
                 [self._outer_param], lr=outer.lr, momentum=outer.momentum, nesterov=True

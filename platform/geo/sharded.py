@@ -45,10 +45,9 @@ from atoll.platform.geo.messages import (
     Kind,
     Lane,
     Outbound,
-    as_sent,
     carrying,
     largest,
-    quantize,
+    take_sent,
 )
 from atoll.platform.geo.residual import ResidualSync
 
@@ -122,12 +121,11 @@ class ShardedSync(ResidualSync):
                 self.aggregate.index_add_(0, indices - start, self.residual[indices])
                 self.residual[indices] = 0
                 continue
-            values, scale = quantize(self.residual[indices], self.value_type)
+            values, scale = take_sent(self.residual, indices, self.value_type)
             message = carrying(
                 kind, self.site, self.clock, self.offset + start, end - start,
                 indices - start, values, scale,
             )  # fmt: skip
-            self.residual.index_add_(0, indices, -as_sent(values, scale))
             self.sent_elements += len(indices)
             out.append(Outbound(owner, message, Lane.BULK))
         return out
@@ -152,11 +150,10 @@ class ShardedSync(ResidualSync):
         overtakes an earlier broadcast: a site that knows an owner's round has applied
         every broadcast up to it."""
         start, end = self.pieces[self.site]
-        values, scale = quantize(self.aggregate[chosen], self.value_type)
+        values, scale = take_sent(self.aggregate, chosen, self.value_type)
         message = carrying(
             kind, self.site, round_, self.offset + start, end - start, chosen, values, scale
         )
-        self.aggregate.index_add_(0, chosen, -as_sent(values, scale))
         self.broadcast_elements += len(chosen)
         self._apply(message)
         return [Outbound(BROADCAST, message, Lane.BULK)]

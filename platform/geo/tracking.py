@@ -23,32 +23,34 @@ import torch
 
 from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.link_budget import LinkBudget
-from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, quantize
+from atoll.platform.geo.messages import (
+    BROADCAST,
+    GeoMessage,
+    Kind,
+    Lane,
+    Outbound,
+    as_sent,
+    take_sent,
+)
+from atoll.platform.geo.policy import SiteSlice
 
 
 class TrackingSync(ApproximateSync):
     def __init__(
-        self,
-        site: int,
-        sites: int,
-        params: torch.Tensor,
-        offset: int = 0,
-        *,
-        budget: LinkBudget,
-        decay: float = 0.9,
-        **asp: Any,
+        self, where: SiteSlice, *, budget: LinkBudget, decay: float = 0.9, **asp: Any
     ) -> None:
-        super().__init__(site, sites, params, offset, budget=budget, **asp)
+        super().__init__(where, budget=budget, **asp)
         if not 0 <= decay <= 1:
             raise ValueError(f"velocity decay must be in [0, 1], got {decay}")
         self.budget: LinkBudget = budget
         self.decay = decay
-        self.estimates = torch.zeros(sites, len(params))  # row s: site s's step per clock
-        self.velocity = torch.zeros(len(params))  # their sum: the replica's step per clock
+        sites, size = self.sites, len(self.params)
+        self.estimates = torch.zeros(sites, size)  # row s: site s's step per clock
+        self.velocity = torch.zeros(size)  # their sum: the replica's step per clock
         # The clock each element of each site's position was last corrected at.
-        self.corrected_at = torch.zeros(sites, len(params), dtype=torch.int64)
+        self.corrected_at = torch.zeros(sites, size, dtype=torch.int64)
         # What this site's own steps moved it that the shared estimates have not (yet).
-        self.error = torch.zeros(len(params))
+        self.error = torch.zeros(size)
         self.estimated: set[int] = set()  # mirrors whose whole estimate a rejoiner has
         self.caught_up_clocks = 0  # clocks of others' changes applied late, in total
         self.updates_received = 0
@@ -75,10 +77,8 @@ class TrackingSync(ApproximateSync):
             self.budget.observe(max(self.backlog_s[m] for m in self.mirrors))
         k = self.budget.elements(len(self.error))
         indices = self.error.abs().topk(k, sorted=False).indices.sort().values
-        values, scale = quantize(self.error[indices], self.value_type)
-        correction = values.float() * scale if scale is not None else values.float()
-        self.error.index_add_(0, indices, -correction)
-        self._correct(self.site, self.clock, indices, correction)
+        values, scale = take_sent(self.error, indices, self.value_type)
+        self._correct(self.site, self.clock, indices, as_sent(values, scale))
         self.sent_elements += k
         update = self._carrying(Kind.UPDATE, indices, values, scale)
         return [Outbound(BROADCAST, update, Lane.BULK)]

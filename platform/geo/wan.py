@@ -14,6 +14,7 @@ import torch
 from atoll.platform.core.slices import even_slice
 from atoll.platform.geo.codec import encoded_size
 from atoll.platform.geo.messages import BROADCAST
+from atoll.platform.geo.policy import SiteSlice
 from atoll.platform.geo.rounds import RoundSync
 from atoll.platform.net.frames import DATA_HEADER_BYTES, wire_bytes
 
@@ -26,7 +27,8 @@ def bsp_bytes_per_clock(params: int, sites: tuple[str, ...], shards: int = 1) ->
     for shard in range(shards):
         start, end = even_slice(params, shards, shard)  # as SiteLayout slices the vector
         size = end - start
-        policies = [RoundSync(i, len(sites), torch.zeros(size), start) for i in range(len(sites))]
+        slices = [SiteSlice(i, len(sites), torch.zeros(size), start) for i in range(len(sites))]
+        policies = [RoundSync(where) for where in slices]
         step = torch.full((size,), 1e-3)
         queue = deque(
             (i, out) for i, policy in enumerate(policies) for out in policy.after_clock(step, 0.0)

@@ -16,29 +16,32 @@ class Message(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PeerConnected:
-    """The link to `peer` is up: for the first time, or again after `PeerLost`."""
+class PeerEvent:
+    """What happened to the link to `peer`."""
 
     peer: str
 
 
 @dataclass(frozen=True)
-class PeerLost:
+class PeerConnected(PeerEvent):
+    """The link to `peer` is up: for the first time, or again after `PeerLost`."""
+
+
+@dataclass(frozen=True)
+class PeerLost(PeerEvent):
     """Nothing was heard from `peer` for longer than the lease. Messages sent to it stay
     queued (and block `send` once the queue is full) until it comes back."""
 
-    peer: str
     silent_s: float
 
 
 @dataclass(frozen=True)
-class PeerRestarted:
+class PeerRestarted(PeerEvent):
     """`peer` is a new process: it lost what it had received and the sequence state of
     both directions. Sequence numbers start again; the `dropped_messages` sent to the old
     process and never acknowledged were discarded. Resynchronise that peer now. The link
     is up again (no `PeerConnected` follows)."""
 
-    peer: str
     dropped_messages: int
 
 

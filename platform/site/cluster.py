@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from atoll.platform.core.events import (
 from atoll.platform.core.signals import stop_signals
 from atoll.platform.site.checkpoint import CheckpointStore
 from atoll.platform.site.device import place_site
+from atoll.platform.site.exchange import HostLinks, abort_barriers
 from atoll.platform.site.layout import SiteLayout
 from atoll.platform.site.rank import RankContext, rank_main
 from atoll.platform.site.spec import SiteJob
@@ -37,6 +39,7 @@ from atoll.platform.site.spec import SiteJob
 _POLL_S = 0.1
 _GRACE_S = 1.0  # after a failure, how long to wait for the root cause to surface
 _TERMINATE_S = 5.0
+_SHARED_MEMORY = Path("/dev/shm")
 
 
 def cuda_devices() -> int:
@@ -71,6 +74,7 @@ class SiteCluster:
         self._stop = self._mp.Event()
         self._stopped_by: str | None = None
         self._kill_now = False
+        self._barrier_outboxes: tuple[Connection, ...] = ()
 
     @property
     def threads_per_rank(self) -> int:
@@ -86,10 +90,25 @@ class SiteCluster:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         events: mp.Queue[RankMessage] = self._mp.Queue()
         rendezvous_dir = Path(tempfile.mkdtemp(prefix="atoll-site-"))
+        shared_dir = self._shared_memory_dir()
+        # One pipe a rank for the shared-memory exchange's barrier (exchange.py); the parent
+        # keeps every write end, to wake ranks waiting on one that failed.
+        pipes = [self._mp.Pipe(duplex=False) for _ in range(self.layout.world_size)]
+        self._barrier_outboxes = tuple(outbox for _, outbox in pipes) if shared_dir else ()
         processes: list[BaseProcess] = []
         try:
             with stop_signals(self._on_stop_signal):
                 for rank in range(self.layout.world_size):
+                    links = (
+                        HostLinks(
+                            shared_dir,
+                            pipes[rank][0],
+                            self._barrier_outboxes,
+                            self.job.comm_timeout_s,
+                        )
+                        if shared_dir
+                        else None
+                    )
                     ctx = RankContext(
                         rank=rank,
                         world_size=self.layout.world_size,
@@ -100,6 +119,7 @@ class SiteCluster:
                         threads=self.threads_per_rank,
                         site_pid=os.getpid(),
                         placement=self.placement,
+                        host_links=links,
                     )
                     p = self._mp.Process(
                         target=rank_main, args=(ctx, events, self._stop), name=f"atoll-rank-{rank}"
@@ -110,7 +130,22 @@ class SiteCluster:
         finally:
             _terminate(processes)
             events.close()
+            for inbox, outbox in pipes:
+                inbox.close()
+                outbox.close()
             shutil.rmtree(rendezvous_dir, ignore_errors=True)
+            if shared_dir:
+                shutil.rmtree(shared_dir, ignore_errors=True)
+
+    def _shared_memory_dir(self) -> Path | None:
+        """A folder in shared memory for the ranks' exchange, where one is worth having and
+        there is one: CPU ranks, more than one (GPU ranks exchange through NCCL)."""
+        if self.placement.kind != "cpu" or self.layout.world_size == 1:
+            return None
+        try:
+            return Path(tempfile.mkdtemp(prefix="atoll-site-", dir=_SHARED_MEMORY))
+        except OSError:
+            return None  # no /dev/shm here: the ranks exchange through the process group
 
     def _watch(
         self,
@@ -142,6 +177,7 @@ class SiteCluster:
             codes = [p.exitcode for p in processes]
             if failed_at is None and (errors or any(c not in (None, 0) for c in codes)):
                 failed_at = time.monotonic()
+                abort_barriers(self._barrier_outboxes)  # the others stop waiting for it
             if failed_at is not None:
                 if all(c is not None for c in codes) or time.monotonic() - failed_at > _GRACE_S:
                     raise SiteFailure(self._explain_failure(codes, errors))
@@ -157,7 +193,7 @@ class SiteCluster:
             cause = f"{self.layout.describe(rank)} was killed by {signal.Signals(-code).name}"
         else:
             # A rank whose peer vanished reports a connection error; prefer the original fault.
-            own = [e for e in errors.values() if "closed by peer" not in e.message.lower()]
+            own = [e for e in errors.values() if not _lost_a_peer(e)]
             first = next(iter(own or errors.values()), None)
             if first is not None:
                 cause = f"{self.layout.describe(first.rank)} failed: {first.message}"
@@ -177,6 +213,12 @@ class SiteCluster:
         if name == "SIGINT" and self._stop.is_set():
             self._kill_now = True  # a second Ctrl-C: do not wait for the clock to end
         self.request_stop(name)
+
+
+def _lost_a_peer(error: RankFailed) -> bool:
+    """A rank that failed only because another did."""
+    message = error.message.lower()
+    return message.startswith("peerlost") or "closed by peer" in message
 
 
 def _terminate(processes: list[BaseProcess]) -> None:

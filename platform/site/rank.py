@@ -3,7 +3,8 @@
 Every clock: workers compute gradients on their batches and push each slice to
 the shard that owns it; each shard waits for all K pushes (BSP), averages them,
 steps its optimizer and sends the new slice back to every worker. Rank 0 also
-broadcasts a stop flag each clock, so all ranks agree on where a stop happens.
+shares a stop flag each clock, so all ranks agree on where a stop happens. What
+carries the tensors (the process group, or shared memory on one host) is exchange.py's.
 """
 
 import ctypes
@@ -47,14 +48,13 @@ from atoll.platform.site.barrier import BSPBarrier
 from atoll.platform.site.batches import BatchPlan
 from atoll.platform.site.checkpoint import CheckpointStore
 from atoll.platform.site.device import Placement
+from atoll.platform.site.exchange import HostLinks, build_exchange
 from atoll.platform.site.flat import FlatModel, shifted
 from atoll.platform.site.geo_mirror import GeoMirror
 from atoll.platform.site.layout import SiteLayout
 from atoll.platform.site.optim import ShardOptimizer, scaled_step
 from atoll.platform.site.spec import SiteJob
 
-# + shard index: one channel per shard and kind of tensor
-_GRAD_TAG, _PARAM_TAG, _LOOKAHEAD_TAG = 0, 1 << 20, 2 << 20
 _PR_SET_PDEATHSIG = 1
 _PARENT_CHECK_S = 0.5
 _ORPHANED_EXIT = 70
@@ -75,6 +75,7 @@ class RankContext:
     site_pid: int  # the process that started the site: a rank dies when it is gone
     placement: Placement
     local_rank: int | None = None  # among the site's ranks on this machine; default rank
+    host_links: HostLinks | None = None  # from the single-host spawner: a shared-memory exchange
 
 
 @dataclass
@@ -135,25 +136,8 @@ def _local_rank(ctx: RankContext) -> int:
     return ctx.rank if ctx.local_rank is None else ctx.local_rank
 
 
-def _batch(ops: list[dist.P2POp]) -> list[dist.Work]:
-    """Post a phase's sends and receives together: NCCL runs them as one group, so two
-    ranks sending to each other never wait on each other; gloo matches them by tag."""
-    return dist.batch_isend_irecv(ops) if ops else []
-
-
-def _wait(work: dist.Work, what: str) -> None:
-    try:
-        work.wait()
-    except RuntimeError as e:
-        raise PeerLost(f"{what}: {e}") from e
-
-
 class TrainingDiverged(AtollError):
     """The loss blew up or is not a number: going on would only spread a broken model."""
-
-
-class PeerLost(RuntimeError):
-    """A peer rank stopped answering: it died, hung, or its connection closed."""
 
 
 def _die_with_site(site_pid: int) -> None:
@@ -198,12 +182,13 @@ class SiteRank:
         ).to(self.device)
         self.flat = FlatModel(self.model)
         self.layout = SiteLayout(job.workers, job.shards, job.dedicated_shards)
+        self.rank = ctx.rank
+        self.exchange = build_exchange(self.layout, self.rank, self.flat.grads, ctx.host_links)
         data_seed = job.seed if job.data_seed is None else job.data_seed
         self.plan = BatchPlan(len(self.train), job.batch_size, job.workers, data_seed)
         self.total_steps = job.steps or job.epochs * self.plan.steps_per_epoch
         self.eval_every = job.eval_every or self.plan.steps_per_epoch
         self.store = CheckpointStore(ctx.out_dir / "checkpoints")
-        self.rank = ctx.rank
         self.is_worker = self.layout.is_worker(self.rank)
         self.shards = [self._make_shard(s) for s in self.layout.shards_of(self.rank)]
         geo = job.geo
@@ -231,9 +216,7 @@ class SiteRank:
         for worker in range(self.ctx.job.workers):
             local = worker == self.rank
             shard.inbox[worker] = (
-                self.flat.grads[start:end]
-                if local
-                else torch.empty(end - start, device=self.device)
+                self.flat.grads[start:end] if local else self.exchange.inbox(index, worker)
             )
         if self.ctx.job.geo is not None:
             if self.device.type != "cpu":
@@ -251,8 +234,7 @@ class SiteRank:
         if joined:
             if self.rank == 0:
                 self._emit(self._started(step))
-            for work in _batch(self._distribute_params()):  # initial or restored parameters
-                _wait(work, f"rank {self.rank} received no initial parameters")
+            self.exchange.share([self.flat.params], "the initial or restored parameters")
             step, stopped, step_times = self._train(step)
             if step % self.ctx.job.checkpoint_every != 0:
                 self._checkpoint(step)
@@ -268,6 +250,7 @@ class SiteRank:
             barrier_wait_s=sum(s.barrier.total_wait_s for s in self.shards),
             compute_s=self.compute_s,
             exchange_s=self.exchange_s,
+            exchange=self.exchange.name,
         )
         self.events.put(stats)
         if self.rank != 0:
@@ -343,15 +326,7 @@ class SiteRank:
         return step, False, step_times
 
     def _stop_requested(self, step: int) -> bool:
-        flag = torch.tensor(
-            [1.0 if self.rank == 0 and self.stop.is_set() else 0.0], device=self.device
-        )
-        if self.ctx.world_size > 1:
-            try:
-                dist.broadcast(flag, src=0)
-            except RuntimeError as e:
-                raise PeerLost(f"a rank stopped answering at the start of clock {step}: {e}") from e
-        return bool(flag.item())
+        return self.exchange.agree_stop(self.rank == 0 and self.stop.is_set(), step)
 
     def _compute_gradient(self, step: int) -> float:
         t = time.perf_counter()
@@ -369,9 +344,7 @@ class SiteRank:
     def _exchange(self, step: int) -> None:
         """Gradients to shard owners, BSP average and optimizer step, new parameters back."""
         t = time.perf_counter()
-        works = _batch(self._push_gradients() + self._gather_gradients())
-        for work in works:
-            _wait(work, f"rank {self.rank} exchanged no gradients for clock {step}")
+        self.exchange.gather_gradients(step)
         lr = self.ctx.job.optimizer.lr_at(step, self.total_steps)
         for shard in self.shards:
             for worker in range(self.ctx.job.workers):
@@ -381,8 +354,11 @@ class SiteRank:
             if shard.mirror is not None:
                 shard.mirror.sync()  # the next clock waits until the geo policy allows it
                 self._from_host(shard)
-        for work in _batch(self._distribute_params() + self._distribute_lookahead()):
-            _wait(work, f"rank {self.rank} exchanged no parameters for clock {step}")
+        shared = [self.flat.params]
+        if self.lookahead is not None:
+            self._fill_lookahead(self.lookahead)
+            shared.append(self.lookahead)
+        self.exchange.share(shared, f"the parameters of clock {step}")
         self.exchange_s += time.perf_counter() - t
 
     def _to_host(self, shard: Shard) -> None:
@@ -393,36 +369,6 @@ class SiteRank:
         """What the geo tier applied to the host replica, onto the device."""
         if shard.host is not None:
             shard.optimizer.param.copy_(shard.host, non_blocking=False)
-
-    def _slice(self, buffer: torch.Tensor, shard: int) -> torch.Tensor:
-        start, end = self.layout.bounds(shard, self.flat.num_params)
-        return buffer[start:end]
-
-    def _remote_shards(self) -> list[int]:
-        """The shards whose owner is another rank, if this rank is a worker."""
-        if not self.is_worker:
-            return []
-        return [s for s in range(self.ctx.job.shards) if self.layout.owner(s) != self.rank]
-
-    def _push_gradients(self) -> list[dist.P2POp]:
-        return [
-            dist.P2POp(
-                dist.isend,
-                self._slice(self.flat.grads, s),
-                self.layout.owner(s),
-                tag=_GRAD_TAG + s,
-            )
-            for s in self._remote_shards()
-        ]
-
-    def _gather_gradients(self) -> list[dist.P2POp]:
-        """Every owned shard's receive of every other worker's gradient slice."""
-        return [
-            dist.P2POp(dist.irecv, buf, worker, tag=_GRAD_TAG + shard.index)
-            for shard in self.shards
-            for worker, buf in sorted(shard.inbox.items())
-            if worker != self.rank
-        ]
 
     def _apply(self, shard: Shard, lr: float, step: int) -> None:
         inbox = [shard.inbox[w] for w in range(self.ctx.job.workers)]
@@ -479,40 +425,18 @@ class SiteRank:
                 self._from_host(shard)
             shard.mirror.close()
             self._emit_geo(shard)
-        for work in _batch(self._distribute_params()):
-            _wait(work, f"rank {self.rank} received no final parameters")
+        self.exchange.share([self.flat.params], "the final parameters")
 
     def _emit_geo(self, shard: Shard) -> None:
         stats = {"time": time.time(), "rank": self.rank, "shard": shard.index}
         self.events.put(GeoStats.model_validate({**stats, **shard.mirror.stats()}))
 
-    def _distribute_params(self) -> list[dist.P2POp]:
-        return self._distribute(self.flat.params, _PARAM_TAG)
-
-    def _distribute_lookahead(self) -> list[dist.P2POp]:
-        """Owners fill in their slices of the lookahead, then every worker gets all of it."""
-        if self.lookahead is None:
-            return []
+    def _fill_lookahead(self, lookahead: torch.Tensor) -> None:
+        """Owners write their shards' lookahead into their slices of it; the exchange shares it."""
         for shard in self.shards:
-            offset = shard.mirror.lookahead()
-            mine = self._slice(self.lookahead, shard.index)
-            mine.zero_() if offset is None else mine.copy_(offset)
-        return self._distribute(self.lookahead, _LOOKAHEAD_TAG)
-
-    def _distribute(self, buffer: torch.Tensor, tag: int) -> list[dist.P2POp]:
-        """Owners send their slices of `buffer` to every other worker; workers receive the
-        slices they do not own."""
-        ops = [
-            dist.P2POp(dist.isend, self._slice(buffer, shard.index), worker, tag=tag + shard.index)
-            for shard in self.shards
-            for worker in range(self.ctx.job.workers)
-            if worker != self.rank
-        ]
-        ops += [
-            dist.P2POp(dist.irecv, self._slice(buffer, s), self.layout.owner(s), tag=tag + s)
-            for s in self._remote_shards()
-        ]
-        return ops
+            offset = shard.mirror.lookahead() if shard.mirror is not None else None
+            start, end = shard.bounds
+            lookahead[start:end].zero_() if offset is None else lookahead[start:end].copy_(offset)
 
     # -- checkpoints, evaluation and events ---------------------------------------------
 

@@ -102,6 +102,7 @@ def train_site(
         "train_s": finished.train_s,
         "compute_s": rank0.compute_s if rank0 else None,
         "exchange_s": rank0.exchange_s if rank0 else None,
+        "exchange": rank0.exchange if rank0 else None,
         "barrier_wait_s": sum(s.barrier_wait_s for s in outcome.rank_stats),
         "params": started.params,
         "threads_per_rank": cluster.threads_per_rank,

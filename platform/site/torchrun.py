@@ -36,8 +36,9 @@ from atoll.platform.core.events import (
 from atoll.platform.site.checkpoint import CheckpointStore
 from atoll.platform.site.cluster import SiteFailure, SiteOutcome, cuda_devices
 from atoll.platform.site.device import place_site
+from atoll.platform.site.exchange import PeerLost
 from atoll.platform.site.layout import SiteLayout
-from atoll.platform.site.rank import PeerLost, RankContext, SiteRank
+from atoll.platform.site.rank import RankContext, SiteRank
 from atoll.platform.site.spec import SiteJob
 
 

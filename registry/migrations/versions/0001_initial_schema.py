@@ -5,15 +5,11 @@ Revises:
 Create Date: 2026-11-22
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0001"
 down_revision: str | None = None
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 # Spelled out rather than imported from the models: a revision is frozen history.
 _TIME = sa.DateTime(timezone=True)

@@ -14,14 +14,10 @@ Revises: 0001
 Create Date: 2026-11-26
 """
 
-from collections.abc import Sequence
-
 from alembic import op
 
 revision: str = "0002"
 down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 _FILL_FACTOR = 70
 

@@ -21,7 +21,10 @@ OPTIMIZERS = {
 
 def site_weights(tmp_path: Path, **job: object) -> dict[str, torch.Tensor]:
     out = tmp_path / "run"
-    train_site(SiteJob(**job), out)
+    summary = train_site(SiteJob(**job), out)
+    # The single-host spawner's CPU ranks exchange through shared memory; torchrun's ranks
+    # (test_torchrun.py) through the process group: both must match the reference.
+    assert summary["exchange"] == "shared memory"
     return torch.load(out / "model.pt", weights_only=True)
 
 

@@ -79,6 +79,7 @@ def test_bsp_holds_across_two_torchrun_nodes(tmp_path: Path) -> None:
         assert torch.allclose(two[name], value, atol=1e-6), name
     summary = json.loads((tmp_path / "two-nodes" / "summary.json").read_text())
     assert (summary["status"], summary["steps"]) == ("completed", 30)
+    assert summary["exchange"] == "process group"
 
 
 def test_a_killed_node_fails_the_site_naming_it_and_the_site_resumes(tmp_path: Path) -> None:

@@ -3,20 +3,21 @@
 import pytest
 import torch
 from geo_support import (
-    SIZE,
     Network,
+    assert_round_trips,
     exchange_spec,
     finish_all,
     local_step,
     replicas,
+    restarted,
     run_exchange,
+    sent_kinds,
     train_together,
 )
 
-from atoll.platform.geo.codec import decode, encode, encoded_size
 from atoll.platform.geo.direct import DirectSync
 from atoll.platform.geo.messages import BROADCAST, Kind
-from atoll.platform.geo.mirror_clock import PROCEED, Wait
+from atoll.platform.geo.mirror_clock import PROCEED
 from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.spec import GeoSpec
 
@@ -50,7 +51,7 @@ def test_the_closing_round_puts_every_replica_where_all_steps_lead(
         assert torch.equal(p, params[0])  # each piece: its owner's values
         torch.testing.assert_close(p, expected, atol=1e-4, rtol=0)  # float16 rounding is left
     assert all(p.residual.abs().sum() == 0 for p in policies)
-    assert _kinds(net) == {Kind.UPDATE, Kind.FLUSH, Kind.CONTRIB, Kind.RESULT}
+    assert sent_kinds(net) == {Kind.UPDATE, Kind.FLUSH, Kind.CONTRIB, Kind.RESULT}
 
 
 def test_ending_with_the_average_makes_replicas_equal_and_drops_the_residuals() -> None:
@@ -68,7 +69,7 @@ def test_the_closing_round_waits_for_every_mirror_to_be_done() -> None:
     net.post(1, policies[1].finish(0.0))
     net.flush()
     assert not any(p.done(0.0) for p in policies)
-    assert not any(kind in (Kind.CONTRIB, Kind.RESULT) for kind in _kinds(net))
+    assert not any(kind in (Kind.CONTRIB, Kind.RESULT) for kind in sent_kinds(net))
     net.post(2, policies[2].finish(0.0))
     net.flush()
     assert all(p.done(0.0) for p in policies)
@@ -77,21 +78,10 @@ def test_the_closing_round_waits_for_every_mirror_to_be_done() -> None:
 def test_messages_round_trip_through_the_codec_and_cost_what_they_encode_to() -> None:
     _, _, policies, net = run(SPARSE, clocks=4, deliver_every=1)
     finish_all(policies, net)
-    for _, _, out in net.sent:
-        message = out.message
-        data = encode(message)
-        assert len(data) == encoded_size(message)
-        back = decode(data)
-        assert (back.kind, back.origin, back.clock) == (message.kind, message.origin, message.clock)
-        if message.values is not None:
-            assert torch.equal(back.float_values(), message.float_values())
+    assert_round_trips(net)
     # The closing round's changes are residual steps: they travel as steps do.
     contributions = [out.message for _, _, out in net.sent if out.message.kind == Kind.CONTRIB]
     assert contributions and all(m.values.dtype == torch.float16 for m in contributions)
-
-
-def _kinds(net: Network) -> set[Kind]:
-    return {out.message.kind for _, _, out in net.sent}
 
 
 @pytest.mark.parametrize("value_type", ["float16", "int8"])
@@ -122,10 +112,7 @@ def test_a_restarted_site_adopts_a_snapshot_and_the_job_ends_with_equal_replicas
     params, _, policies, net = run(SPARSE, clocks=4, deliver_every=1)
     # Site 1 restarts; an update reaches site 0 but not the site that restarted.
     [update] = policies[2].after_clock(local_step(policies[2], torch.Generator()), 0.0)
-    fresh = build_policy(SPARSE, 1, 3, torch.zeros(SIZE))
-    assert isinstance(fresh, DirectSync)
-    [hello] = fresh.rejoin()
-    assert isinstance(fresh.before_clock(0.0), Wait)
+    fresh, hello = restarted(SPARSE, DirectSync, site=1)
     [snapshot] = policies[0].receive(hello.message, 0.0)
     policies[0].receive(update.message, 0.0)
     fresh.receive(snapshot.message, 0.0)

@@ -4,7 +4,7 @@ from collections import deque
 
 import pytest
 import torch
-from geo_support import SIZE, Network, local_step, replicas, train_together
+from geo_support import SIZE, Network, local_step, replicas, slices, train_together
 
 from atoll.platform.geo.asp import ApproximateSync
 from atoll.platform.geo.messages import BROADCAST, Kind, Lane
@@ -22,10 +22,8 @@ def run_asp(
     params = replicas(3)
     start = params[0].clone()
     policies = [
-        ApproximateSync(
-            i, 3, params[i], schedule=ThresholdSchedule(threshold), staleness=clocks, final=final
-        )
-        for i in range(3)
+        ApproximateSync(where, schedule=ThresholdSchedule(threshold), staleness=clocks, final=final)
+        for where in slices(params)
     ]
     net = Network(policies)
     steps = train_together(policies, net, clocks, deliver_every, seed=1)
@@ -46,8 +44,8 @@ def test_after_the_final_flush_every_replica_holds_every_update(deliver_every: i
 def test_with_threshold_zero_and_instant_delivery_asp_is_bsp_every_clock() -> None:
     params = replicas(3)
     policies = [
-        ApproximateSync(i, 3, params[i], schedule=ThresholdSchedule(0.0), value_type="float32")
-        for i in range(3)
+        ApproximateSync(where, schedule=ThresholdSchedule(0.0), value_type="float32")
+        for where in slices(params)
     ]
     net = Network(policies)
     generator = torch.Generator().manual_seed(2)
@@ -66,7 +64,7 @@ def test_with_threshold_zero_and_instant_delivery_asp_is_bsp_every_clock() -> No
 def test_insignificant_updates_are_held_back_and_sent_in_the_flush() -> None:
     params = replicas(2)
     policies = [
-        ApproximateSync(i, 2, params[i], schedule=ThresholdSchedule(10.0)) for i in range(2)
+        ApproximateSync(where, schedule=ThresholdSchedule(10.0)) for where in slices(params)
     ]
     net = Network(policies)
     delta = torch.full((SIZE,), 1e-4)
@@ -84,7 +82,7 @@ def test_insignificant_updates_are_held_back_and_sent_in_the_flush() -> None:
 
 def test_a_congested_link_gets_the_indices_first_and_its_reader_waits_for_the_values() -> None:
     params = replicas(3)
-    policies = [ApproximateSync(i, 3, params[i], schedule=ThresholdSchedule(0.0)) for i in range(3)]
+    policies = [ApproximateSync(where, schedule=ThresholdSchedule(0.0)) for where in slices(params)]
     policies[0].link_backlog(2, seconds=1.0)  # the link to site 2 is backed up
     delta = torch.ones(SIZE) * 0.1
     out = policies[0].after_clock(delta, 0.0)
@@ -104,7 +102,7 @@ def test_a_congested_link_gets_the_indices_first_and_its_reader_waits_for_the_va
 
 def test_asp_mirror_clock_holds_a_site_ds_ahead() -> None:
     params = replicas(2)
-    policies = [ApproximateSync(i, 2, params[i], staleness=1) for i in range(2)]
+    policies = [ApproximateSync(where, staleness=1) for where in slices(params)]
     for clock in range(2):
         assert policies[0].before_clock(float(clock)) is PROCEED
         policies[0].after_clock(torch.zeros(SIZE), float(clock))
@@ -118,7 +116,7 @@ def test_asp_mirror_clock_holds_a_site_ds_ahead() -> None:
 
 def test_asp_looks_ahead_by_its_last_step_times_the_clocks_mirrors_owe() -> None:
     params = replicas(3)
-    policies = [ApproximateSync(i, 3, params[i], staleness=5, lookahead=0.5) for i in range(3)]
+    policies = [ApproximateSync(where, staleness=5, lookahead=0.5) for where in slices(params)]
     assert policies[0].lookahead(0.0) is None  # no step taken yet
     steps = [torch.full((SIZE,), 0.1 * (k + 1)) for k in range(3)]
     for clock, step in enumerate(steps):
@@ -135,14 +133,14 @@ def test_asp_looks_ahead_by_its_last_step_times_the_clocks_mirrors_owe() -> None
 
 def test_asp_takes_gradients_at_the_replica_without_a_lookahead() -> None:
     params = replicas(2)
-    policy = ApproximateSync(0, 2, params[0], staleness=5)
+    policy = ApproximateSync(slices(params)[0], staleness=5)
     policy.after_clock(torch.ones(SIZE), 0.0)
     assert policy.lookahead(1.0) is None
 
 
 def test_a_restarted_site_adopts_a_mirrors_snapshot_before_training() -> None:
     params = replicas(2)
-    policies = [ApproximateSync(i, 2, params[i]) for i in range(2)]
+    policies = [ApproximateSync(where) for where in slices(params)]
     params[0] += 1.0
     policies[0].clock = 40
     hello = policies[1].rejoin()

@@ -3,18 +3,19 @@
 import pytest
 import torch
 from geo_support import (
-    SIZE,
     Network,
+    assert_round_trips,
     exchange_spec,
     finish_all,
     local_step,
     replicas,
+    restarted,
     run_exchange,
+    sent_kinds,
 )
 
-from atoll.platform.geo.codec import decode, encode, encoded_size
 from atoll.platform.geo.messages import Kind
-from atoll.platform.geo.mirror_clock import PROCEED, Wait
+from atoll.platform.geo.mirror_clock import PROCEED
 from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.sharded import ShardedSync
 from atoll.platform.geo.spec import GeoSpec
@@ -87,28 +88,13 @@ def test_a_site_moves_only_by_broadcasts_and_sends_each_owner_its_piece() -> Non
 def test_messages_round_trip_through_the_codec_and_cost_what_they_encode_to() -> None:
     _, _, policies, net = run(SPARSE, clocks=4, deliver_every=1)
     finish_all(policies, net)
-    kinds = set()
-    for _, _, out in net.sent:
-        message = out.message
-        kinds.add(message.kind)
-        data = encode(message)
-        assert len(data) == encoded_size(message)
-        back = decode(data)
-        assert (back.kind, back.origin, back.clock) == (message.kind, message.origin, message.clock)
-        assert (back.offset, back.length) == (message.offset, message.length)
-        if message.indices is not None:
-            assert torch.equal(back.indices, message.indices)
-        if message.values is not None:
-            assert torch.equal(back.float_values(), message.float_values())
-    assert kinds == {Kind.UPDATE, Kind.FLUSH}
+    assert_round_trips(net)
+    assert sent_kinds(net) == {Kind.UPDATE, Kind.FLUSH}
 
 
 def test_a_restarted_site_adopts_a_snapshot_and_keeps_contributions_to_its_piece() -> None:
     params, _, policies, _ = run(SPARSE, clocks=4, deliver_every=1)
-    fresh = build_policy(SPARSE, 1, 3, torch.zeros(SIZE))
-    assert isinstance(fresh, ShardedSync)
-    [hello] = fresh.rejoin()
-    assert isinstance(fresh.before_clock(0.0), Wait)
+    fresh, hello = restarted(SPARSE, ShardedSync, site=1)
     # A contribution reaches the restarted owner before the snapshot does.
     step = local_step(policies[2], torch.Generator().manual_seed(9))
     contributions = [o for o in policies[2].after_clock(step, 0.0) if o.to == 1]

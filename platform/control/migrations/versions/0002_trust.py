@@ -7,15 +7,11 @@ Revises: 0001
 Create Date: 2026-11-26
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002_trust"
 down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 _TIME = sa.DateTime(timezone=True)
 
