@@ -7,6 +7,7 @@ import torch
 
 from atoll.platform.data.datasets import load_dataset
 from atoll.platform.model.optim import OptimizerSpec
+from atoll.platform.site import cluster
 from atoll.platform.site.reference import train_single_process
 from atoll.platform.site.run import train_site
 from atoll.platform.site.spec import SiteJob
@@ -60,3 +61,20 @@ def test_result_does_not_depend_on_the_number_of_shards(tmp_path: Path) -> None:
     one = site_weights(tmp_path / "a", shards=1, **job)
     four = site_weights(tmp_path / "b", shards=4, dedicated_shards=True, **job)
     assert max(float((one[k] - four[k]).abs().max()) for k in one) < 1e-6
+
+
+def test_shared_memory_and_the_process_group_train_the_same_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where /dev/shm is missing the spawner's ranks fall back to the process group; what
+    carries the slices must not change a bit of the result."""
+    job = SiteJob(dataset="digits", workers=2, shards=2, batch_size=8, steps=10, threads=1)
+    shared = train_site(job, tmp_path / "shared")
+    monkeypatch.setattr(cluster, "_SHARED_MEMORY", tmp_path / "no-such-folder")
+    fallback = train_site(job, tmp_path / "fallback")
+    assert (shared["exchange"], fallback["exchange"]) == ("shared memory", "process group")
+    one, two = (
+        torch.load(tmp_path / d / "model.pt", weights_only=True) for d in ("shared", "fallback")
+    )
+    for name, value in one.items():
+        assert torch.equal(value, two[name]), name
