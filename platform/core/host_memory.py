@@ -1,4 +1,5 @@
-"""A rank keeps the memory it frees for its next clock instead of handing it back to the OS.
+"""A training process (a site rank, a simulator, a cartel site) keeps the memory it frees
+for its next clock instead of handing it back to the OS.
 
 glibc's malloc returns freed memory to the kernel past two thresholds: a chunk above the
 mmap threshold gets a mapping of its own, unmapped on free; free space above the trim

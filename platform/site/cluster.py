@@ -93,8 +93,10 @@ class SiteCluster:
         shared_dir = self._shared_memory_dir()
         # One pipe a rank for the shared-memory exchange's barrier (exchange.py); the parent
         # keeps every write end, to wake ranks waiting on one that failed.
-        pipes = [self._mp.Pipe(duplex=False) for _ in range(self.layout.world_size)]
-        self._barrier_outboxes = tuple(outbox for _, outbox in pipes) if shared_dir else ()
+        pipes = [
+            self._mp.Pipe(duplex=False) for _ in range(self.layout.world_size if shared_dir else 0)
+        ]
+        self._barrier_outboxes = tuple(outbox for _, outbox in pipes)
         processes: list[BaseProcess] = []
         try:
             with stop_signals(self._on_stop_signal):

@@ -37,6 +37,7 @@ _GRAD_TAG, _SHARED_TAG = 0, 1 << 20
 _ABORT = -1  # a barrier token from the site process: another rank failed
 _FLOAT_BYTES = 4
 _CONTROL_BYTES = 64  # the stop flag, and room to keep the tensors cache-line aligned
+_SHARED_BUFFERS = 2  # the parameters and asp's lookahead
 
 
 class PeerLost(RuntimeError):
@@ -82,8 +83,7 @@ class Exchange(ABC):
             return []
         return [s for s in range(self.layout.shards) if self.layout.owner(s) != self.rank]
 
-    def _peers(self) -> list[int]:
-        """The workers other than this rank."""
+    def _other_workers(self) -> list[int]:
         return [w for w in range(self.layout.workers) if w != self.rank]
 
 
@@ -132,7 +132,7 @@ class ProcessGroupExchange(Exchange):
             ops += [
                 dist.P2POp(dist.isend, self._slice(buffer, s), worker, tag=tag + s)
                 for s in self._owned()
-                for worker in self._peers()
+                for worker in self._other_workers()
             ]
             ops += [
                 dist.P2POp(dist.irecv, self._slice(buffer, s), self.layout.owner(s), tag=tag + s)
@@ -251,9 +251,6 @@ class SharedMemoryExchange(Exchange):
         for buffer, region in zip(buffers, regions, strict=True):
             for s in self._remote():
                 self._slice(buffer, s).copy_(self._slice(region, s))
-
-
-_SHARED_BUFFERS = 2  # the parameters and asp's lookahead
 
 
 def shared_size(num_params: int, workers: int) -> int:
