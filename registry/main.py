@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 
 from atoll.platform.service.app import service_app
 from atoll.platform.service.database import Database
@@ -127,25 +126,21 @@ def _store_reports(
 
 
 def _openapi(app: FastAPI, settings: RegistrySettings) -> dict[str, Any]:
-    """The generated schema, with the limits this deployment is configured with."""
-    if app.openapi_schema is None:
-        schema = get_openapi(
-            title=app.title,
-            version=app.version,
-            summary=app.summary,
-            description=app.description,
-            routes=app.routes,
-        )
-        components = schema["components"]["schemas"]
-        for name in ("ReportCreate", "NeighbourQuery"):
-            components[name]["properties"]["class_priors"]["maxItems"] = settings.max_classes
-        components["NeighbourQuery"]["properties"]["k"]["maximum"] = settings.max_neighbours
-        for parameter in schema["paths"]["/v1/sites/{site_id}/neighbours"]["get"]["parameters"]:
-            if parameter["name"] == "k":
-                parameter["schema"]["maximum"] = settings.max_neighbours
-        _no_null_query_parameters(schema)
-        app.openapi_schema = schema
-    return app.openapi_schema
+    """FastAPI's own schema, with the limits this deployment is configured with.
+
+    FastAPI makes it from every option the app was built with, caches it and makes it
+    again when the routes change; the edits below are idempotent, so they are simply
+    made on each call (a few keys: cheap)."""
+    schema = FastAPI.openapi(app)
+    components = schema["components"]["schemas"]
+    for name in ("ReportCreate", "NeighbourQuery"):
+        components[name]["properties"]["class_priors"]["maxItems"] = settings.max_classes
+    components["NeighbourQuery"]["properties"]["k"]["maximum"] = settings.max_neighbours
+    for parameter in schema["paths"]["/v1/sites/{site_id}/neighbours"]["get"]["parameters"]:
+        if parameter["name"] == "k":
+            parameter["schema"]["maximum"] = settings.max_neighbours
+    _no_null_query_parameters(schema)
+    return schema
 
 
 def _no_null_query_parameters(schema: dict[str, Any]) -> None:

@@ -46,6 +46,7 @@ from atoll.platform.net import (
     SiteEndpoint,
     TlsConfig,
 )
+from atoll.platform.transfer import messages
 from atoll.platform.transfer.core import (
     AskNeighbours,
     BatchScored,
@@ -62,18 +63,6 @@ from atoll.platform.transfer.core import (
     SendReport,
 )
 from atoll.platform.transfer.job import CartelSiteJob
-from atoll.platform.transfer.messages import (
-    Garbled,
-    PartAnswer,
-    PartDeclined,
-    PartRequest,
-    classes_to_give,
-    declines,
-    decode,
-    encode_answer,
-    encode_declined,
-    encode_request,
-)
 from atoll.platform.transfer.models import OnlineModel
 from atoll.platform.transfer.notes import noted
 from atoll.platform.transfer.owndata import OwnStream
@@ -358,7 +347,7 @@ class CartelSiteRun:
 
     def _ask_for_part(self, peer: str, classes: tuple[int, ...]) -> None:
         self._requests += 1
-        request = PartRequest(
+        request = messages.PartRequest(
             id=self._requests,
             signature=self.model.signature,
             classes=classes,
@@ -366,7 +355,7 @@ class CartelSiteRun:
             min_accuracy=self.core.bar,  # the site's own bar (its accuracy before drifting)
         )
         try:
-            self.endpoint.send(peer, encode_request(request), timeout=0)
+            self.endpoint.send(peer, messages.encode(request), timeout=0)
         except LinkError as e:  # not a site of this job, or its queue is full
             self._feed(FetchFailed(peer, str(e)))
             return
@@ -400,8 +389,8 @@ class CartelSiteRun:
 
     def _message(self, peer: str, payload: bytes) -> None:
         try:
-            message = decode(payload)
-        except Garbled as e:
+            message = messages.decode(payload)
+        except messages.Garbled as e:
             if self._fetching(peer):
                 self._note_refused(peer, f"malformed answer: {e}")
                 self._fail_fetch(f"malformed answer: {e}")
@@ -409,12 +398,12 @@ class CartelSiteRun:
                 log.warning("%s: dropped a malformed message from %s: %s", self.job.site, peer, e)
             return
         match message:
-            case PartRequest():
+            case messages.PartRequest():
                 self._serve(peer, message)
-            case PartDeclined(id=answer_id, reason=reason):
+            case messages.PartDeclined(id=answer_id, reason=reason):
                 if self._fetching(peer, answer_id):
                     self._fail_fetch(f"declined: {reason}")
-            case PartAnswer(id=answer_id, part=part):
+            case messages.PartAnswer(id=answer_id, part=part):
                 if not self._fetching(peer, answer_id):
                     log.info("%s: dropped a late part from %s", self.job.site, peer)
                 elif part.source != peer:
@@ -425,20 +414,21 @@ class CartelSiteRun:
                     self._last_part_bytes, self._last_part = len(payload), payload
                     self._feed(PartArrived(part))
 
-    def _serve(self, peer: str, request: PartRequest) -> None:
+    def _serve(self, peer: str, request: messages.PartRequest) -> None:
         accuracy = self.core.class_accuracy()
-        reason = declines(request, self.model.signature, accuracy)
+        reason = messages.declines(request, self.model.signature, accuracy)
         if reason is not None:
-            answer = encode_declined(PartDeclined(id=request.id, reason=reason))
+            answer = messages.encode(messages.PartDeclined(id=request.id, reason=reason))
         else:
             part = self.model.part(
                 self.job.site,
                 self.core.version,
-                classes_to_give(request, self.core.class_samples.tolist()),
+                messages.classes_to_give(request, self.core.class_samples.tolist()),
                 self.core.class_samples,
                 self.core.samples,
             )
-            answer = encode_answer(request.id, part, self.spec.cartel.part_wire_dtype)
+            reply = messages.PartAnswer(request.id, part)
+            answer = messages.encode(reply, self.spec.cartel.part_wire_dtype)
             self.served += 1
         try:
             self.endpoint.send(peer, answer, timeout=0)

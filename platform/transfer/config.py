@@ -1,6 +1,6 @@
 """What a cartel site is told to do: one frozen record, checked when it is made."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -9,6 +9,11 @@ DetectorName = Literal["window", "adwin", "page-hinkley"]
 NeighbourChoice = Literal["jsd", "random"]
 WireDtype = Literal["float32", "float16"]
 MERGE_POLICIES: tuple[MergePolicy, ...] = ("replace", "average", "sample-weighted")
+
+# An accuracy or a share of the samples.
+Fraction = Annotated[float, Field(ge=0, le=1)]
+# How far something must move to count; at 0, every change would.
+Threshold = Annotated[float, Field(gt=0, le=1)]
 
 
 class CartelConfig(BaseModel):
@@ -21,17 +26,13 @@ class CartelConfig(BaseModel):
         "is reported when it changes (priors, drift), so m only has to keep a site live "
         "(live_window_s) and its accuracy fresh.",
     )
-    prior_move_threshold: float | None = Field(
+    prior_move_threshold: Threshold | None = Field(
         0.1,
-        gt=0,
-        le=1,
         description="Also report when the priors moved this far (Jensen-Shannon, bits) "
         "from the last report; null: never on change.",
     )
-    accuracy_move_threshold: float | None = Field(
+    accuracy_move_threshold: Threshold | None = Field(
         0.1,
-        gt=0,
-        le=1,
         description="Also report when the accuracy moved this far from the last report "
         "(a site still learning); null: never on change.",
     )
@@ -39,10 +40,8 @@ class CartelConfig(BaseModel):
     accuracy_window: int = Field(30, ge=1, description="Batches per-class accuracy covers.")
     detector: DetectorName = Field("window", description="Drift detector on the error stream.")
     drift_window: int = Field(2, ge=1, description="W: batches in the windowed error.")
-    drift_limit: float = Field(
+    drift_limit: Threshold = Field(
         0.15,
-        gt=0,
-        le=1,
         description="L: windowed error this far above the reference fires. Low, because a "
         "firing asks nobody unless a class stands out (drifted_classes).",
     )
@@ -50,17 +49,15 @@ class CartelConfig(BaseModel):
         10, ge=1, description="Batches before the window whose mean error is the reference."
     )
     warmup: int = Field(20, ge=0, description="Batches before drift may fire (early learning).")
-    poor_class_accuracy: float = Field(
-        0.6, ge=0, le=1, description="A class this inaccurate in the drift window has drifted."
+    poor_class_accuracy: Fraction = Field(
+        0.6, description="A class this inaccurate in the drift window has drifted."
     )
-    min_class_share: float = Field(
-        0.05, ge=0, le=1, description="A part holds the rows of classes this common now."
+    min_class_share: Fraction = Field(
+        0.05, description="A part holds the rows of classes this common now."
     )
     k: int = Field(3, ge=1, description="Neighbours tried, nearest first.")
-    min_neighbour_accuracy: float = Field(
+    min_neighbour_accuracy: Fraction = Field(
         0.8,
-        ge=0,
-        le=1,
         description="A neighbour's mean accuracy on the drifted classes, at least (or the "
         "asking site's own accuracy before the drift, if lower).",
     )

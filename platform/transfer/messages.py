@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from atoll.platform.transfer.config import WireDtype
+from atoll.platform.transfer.config import Fraction, WireDtype
 from atoll.platform.transfer.neighbours import accurate_on
 from atoll.platform.transfer.parts import ModelPart, PartRefused, decode_part, encode_part
 
@@ -27,7 +27,7 @@ class PartRequest(BaseModel):
     signature: str
     classes: tuple[int, ...] = Field(description="rows wanted")
     drifted: tuple[int, ...] = Field(description="the giver must be good on these")
-    min_accuracy: float = Field(ge=0, le=1)
+    min_accuracy: Fraction
 
 
 class PartDeclined(BaseModel):
@@ -45,28 +45,23 @@ class PartAnswer:
     part: ModelPart
 
 
-Incoming = PartRequest | PartDeclined | PartAnswer
+CartelMessage = PartRequest | PartDeclined | PartAnswer
 
 
 class Garbled(Exception):
     """A message no cartel site sends; the message says what is wrong."""
 
 
-def encode_request(request: PartRequest) -> bytes:
-    return _REQUEST + request.model_dump_json().encode()
+def encode(message: CartelMessage, wire_dtype: WireDtype = "float32") -> bytes:
+    """`message` as it crosses the link: a part in its wire form (`wire_dtype` as the giver's
+    config says), as the simulator counts it."""
+    if isinstance(message, PartAnswer):
+        return _PART + message.id.to_bytes(8, "big") + encode_part(message.part, wire_dtype)
+    tag = _REQUEST if isinstance(message, PartRequest) else _REFUSAL
+    return tag + message.model_dump_json().encode()
 
 
-def encode_declined(declined: PartDeclined) -> bytes:
-    return _REFUSAL + declined.model_dump_json().encode()
-
-
-def encode_answer(request_id: int, part: ModelPart, wire_dtype: WireDtype = "float32") -> bytes:
-    """The part in its wire form (`wire_dtype` as the giver's config says), as the simulator
-    counts it."""
-    return _PART + request_id.to_bytes(8, "big") + encode_part(part, wire_dtype)
-
-
-def decode(payload: bytes) -> Incoming:
+def decode(payload: bytes) -> CartelMessage:
     """Raise Garbled for anything malformed (a bad part included: PartRefused's reason)."""
     tag, body = payload[:1], payload[1:]
     try:

@@ -14,7 +14,9 @@ from atoll.registry.pagination import CursorError, decode_cursor, encode_cursor
 from atoll.registry.schemas import Artifact, ArtifactCreate, ArtifactFilters
 
 MAX_LINEAGE = 1000  # ancestors returned; lineage is acyclic (a parent exists before its child)
-_COMPARED = ("job", "clock", "checksum", "size_bytes", "uri", "model_signature", "parent_id")
+# Stored as the client gave them; a retry must give each again, and the same parent.
+_GIVEN = ("job", "clock", "checksum", "size_bytes", "uri", "model_signature")
+_COMPARED = (*_GIVEN, "parent_id")
 
 
 def record(
@@ -33,12 +35,7 @@ def record(
         raise Invalid(f"no model {parent}", "parent", "body")
     artifact = ModelArtifact(
         id=str(data.id or uuid4()),
-        job=data.job,
-        clock=data.clock,
-        checksum=data.checksum,
-        size_bytes=data.size_bytes,
-        uri=data.uri,
-        model_signature=data.model_signature,
+        **{f: getattr(data, f) for f in _GIVEN},
         parent_id=parent,
         created_at=now,
         created_by=created_by,

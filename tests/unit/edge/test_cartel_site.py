@@ -12,12 +12,11 @@ from atoll.platform.core.runlog import RunLog, read_events
 from atoll.platform.transfer.core import BatchScored, NeighboursRanked
 from atoll.platform.transfer.job import CartelJob, CartelSiteJob
 from atoll.platform.transfer.messages import (
+    PartAnswer,
     PartDeclined,
     PartRequest,
     decode,
-    encode_answer,
-    encode_declined,
-    encode_request,
+    encode,
 )
 from atoll.platform.transfer.neighbours import SiteReport
 from atoll.platform.transfer.parts import ModelPart
@@ -92,7 +91,7 @@ def test_a_bad_part_is_refused_with_a_log_line_and_the_model_kept(
 ) -> None:
     request_id = asking_alpha(run)
     before = run.model.arrays()
-    run._message("alpha", encode_answer(request_id, alpha_part(run, **changes)))
+    run._message("alpha", encode(PartAnswer(request_id, alpha_part(run, **changes))))
     for name, array in run.model.arrays().items():
         np.testing.assert_array_equal(array, before[name])
     refused = [e for e in logged(run) if isinstance(e, CartelNoted) and e.happening == "refused"]
@@ -103,7 +102,7 @@ def test_a_bad_part_is_refused_with_a_log_line_and_the_model_kept(
 def test_a_good_part_is_merged_and_logged_as_a_transfer(run: CartelSiteRun) -> None:
     request_id = asking_alpha(run)
     before = run.model.arrays()["linear.weight"]
-    run._message("alpha", encode_answer(request_id, alpha_part(run)))
+    run._message("alpha", encode(PartAnswer(request_id, alpha_part(run))))
     after = run.model.arrays()["linear.weight"]
     assert not np.array_equal(after[0], before[0]) and np.array_equal(after[1:], before[1:])
     (transfer,) = [e for e in logged(run) if isinstance(e, CartelTransferred)]
@@ -114,8 +113,8 @@ def test_a_good_part_is_merged_and_logged_as_a_transfer(run: CartelSiteRun) -> N
 def test_a_late_answer_or_a_stranger_part_changes_nothing(run: CartelSiteRun) -> None:
     request_id = asking_alpha(run)
     before = run.model.arrays()
-    run._message("alpha", encode_answer(request_id - 1, alpha_part(run)))  # an older request
-    run._message("charlie", encode_answer(request_id, alpha_part(run, source="charlie")))
+    run._message("alpha", encode(PartAnswer(request_id - 1, alpha_part(run))))  # an older request
+    run._message("charlie", encode(PartAnswer(request_id, alpha_part(run, source="charlie"))))
     for name, array in run.model.arrays().items():
         np.testing.assert_array_equal(array, before[name])
     assert run.fetch is not None  # still waiting for alpha's answer
@@ -123,7 +122,7 @@ def test_a_late_answer_or_a_stranger_part_changes_nothing(run: CartelSiteRun) ->
 
 def test_a_decline_or_silence_moves_on(run: CartelSiteRun) -> None:
     request_id = asking_alpha(run)
-    run._message("alpha", encode_declined(PartDeclined(id=request_id, reason="not good")))
+    run._message("alpha", encode(PartDeclined(id=request_id, reason="not good")))
     assert run.fetch is None and run.core.phase == "training"
     asking_alpha(run)
     assert run.fetch is not None
@@ -145,9 +144,9 @@ def test_a_site_serves_rows_only_of_classes_it_is_good_at(run: CartelSiteRun) ->
     ask = PartRequest(
         id=1, signature=run.model.signature, classes=(2, 3), drifted=(2,), min_accuracy=0.0
     )
-    run._message("alpha", encode_request(ask))
+    run._message("alpha", encode(ask))
     never_seen = ask.model_copy(update={"id": 2, "drifted": (9,)})
-    run._message("alpha", encode_request(never_seen))
+    run._message("alpha", encode(never_seen))
     answers = [decode(p) for p in sent]
     assert answers[0].part.classes == (2, 3)  # type: ignore[union-attr]
     assert isinstance(answers[1], PartDeclined) and "not good" in answers[1].reason

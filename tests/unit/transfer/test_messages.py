@@ -9,9 +9,7 @@ from atoll.platform.transfer.messages import (
     classes_to_give,
     declines,
     decode,
-    encode_answer,
-    encode_declined,
-    encode_request,
+    encode,
 )
 from atoll.platform.transfer.parts import ModelPart, encode_part
 
@@ -35,17 +33,17 @@ def part(weight: float = 1.0) -> ModelPart:
 
 
 def test_each_message_comes_back_as_it_was_sent() -> None:
-    assert decode(encode_request(REQUEST)) == REQUEST
+    assert decode(encode(REQUEST)) == REQUEST
     declined = PartDeclined(id=3, reason="not good")
-    assert decode(encode_declined(declined)) == declined
-    answer = decode(encode_answer(3, part()))
+    assert decode(encode(declined)) == declined
+    answer = decode(encode(PartAnswer(3, part())))
     assert isinstance(answer, PartAnswer) and answer.id == 3
     assert answer.part.source == "alpha" and answer.part.classes == (0, 1)
     np.testing.assert_array_equal(answer.part.arrays["linear.weight"], np.ones((2, 3)))
 
 
 def test_a_part_with_nan_still_decodes_the_site_refuses_it_on_merge() -> None:
-    answer = decode(encode_answer(1, part(float("nan"))))
+    answer = decode(encode(PartAnswer(1, part(float("nan")))))
     assert isinstance(answer, PartAnswer)  # parts.check_part refuses it, naming the NaN
 
 
