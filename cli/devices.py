@@ -74,9 +74,7 @@ def run(
     if model is None:
         components = tomllib.loads(pyproject.read_text())["tool"]["flwr"]["app"]["components"]
         model = f"{str(components['clientapp']).split('.')[0]}.task:Net"
-    tls = None
-    if tls_dir is not None:
-        tls = FlowerTls(tls_dir / "ca.pem", tls_dir / "superlink.pem", tls_dir / "superlink.key")
+    tls = None if tls_dir is None else FlowerTls.in_folder(tls_dir)
     spec = DeviceSiteSpec(
         model=model,
         rounds=rounds,

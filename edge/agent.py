@@ -188,9 +188,9 @@ class EdgeAgent:
                 self.sites[job_id].kill()
             case steps.SendTelemetry(sample):
                 self.link.send_telemetry(sample)
-            case steps.ReportToRegistry(priors, accuracy, samples, signature, model_version):
+            case steps.ReportToRegistry() as report:
                 if self.registry is not None:
-                    self.registry.report(priors, accuracy, samples, signature, model_version)
+                    self.registry.report(report)
             case steps.Ack(entry_id):
                 self.link.ack(entry_id)
             case steps.SaveState():

@@ -41,10 +41,7 @@ class DevicesConfig(BaseModel):
     )
 
     def superlink(self, state_dir: Path) -> SuperLinkOptions:
-        tls = None
-        if self.tls_dir is not None:
-            d = self.tls_dir
-            tls = FlowerTls(d / "ca.pem", d / "superlink.pem", d / "superlink.key")
+        tls = None if self.tls_dir is None else FlowerTls.in_folder(self.tls_dir)
         # On disk: registered nodes and runs outlive a SuperLink restart.
         return SuperLinkOptions(self.port, self.host, tls, self.node_auth, state_dir / "flower.db")
 

@@ -16,6 +16,7 @@ from uuid import UUID, uuid4
 
 from atoll.edge.config import EdgeSettings
 from atoll.edge.state import StateDir
+from atoll.edge.steps import ReportToRegistry
 from atoll.platform.net.backoff import Backoff
 from atoll.registry.client import RegistryClient, RegistryError, RegistryUnavailable
 
@@ -25,12 +26,8 @@ _QUEUE = 200  # reports kept while the registry is away; the oldest go first
 
 @dataclass(frozen=True)
 class PendingReport:
-    id: UUID
-    class_priors: list[float]
-    accuracy: float
-    samples: int
-    model_signature: str
-    model_version: str
+    id: UUID  # one id a report, kept across resends: the registry stores it once
+    report: ReportToRegistry
 
 
 class RegistryLink:
@@ -55,13 +52,9 @@ class RegistryLink:
             raise RuntimeError("the site is not registered yet")  # callers register first
         return self.site_id
 
-    def report(
-        self, priors: list[float], accuracy: float, samples: int, signature: str, version: str
-    ) -> None:
+    def report(self, report: ReportToRegistry) -> None:
         with self._lock:
-            self._reports.append(
-                PendingReport(uuid4(), priors, accuracy, samples, signature, version)
-            )
+            self._reports.append(PendingReport(uuid4(), report))
 
     def run(self, stop: threading.Event) -> None:
         next_beat = 0.0
@@ -132,7 +125,8 @@ class RegistryLink:
             with self._lock:
                 if not self._reports:
                     return
-                report = self._reports[0]
+                pending = self._reports[0]
+            report = pending.report
             try:
                 with self._client() as client:
                     client.report(
@@ -142,13 +136,13 @@ class RegistryLink:
                         report.samples,
                         report.model_signature,
                         report.model_version,
-                        report_id=report.id,
+                        report_id=pending.id,
                     )
             except RegistryError as e:
                 if e.status in (401, 403, 429) or e.status >= 500:
                     raise
                 log.warning("the registry refused a report, dropped: %s", e)  # never will take it
             with self._lock:
-                if self._reports and self._reports[0] is report:
+                if self._reports and self._reports[0] is pending:
                     self._reports.popleft()
             self.reports_sent += 1

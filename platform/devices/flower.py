@@ -57,6 +57,11 @@ class FlowerTls:
     cert: Path
     key: Path
 
+    @classmethod
+    def in_folder(cls, folder: Path) -> "FlowerTls":
+        """The files as `atoll devices` and the edge agent keep them: one folder, fixed names."""
+        return cls(folder / "ca.pem", folder / "superlink.pem", folder / "superlink.key")
+
 
 @dataclass(frozen=True)
 class SuperLinkOptions:
