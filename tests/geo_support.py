@@ -119,6 +119,16 @@ def restarted(spec: GeoSpec, kind: type[P], site: int, sites: int = 3) -> tuple[
     return fresh, hello
 
 
+def first_clock(spec: GeoSpec, kind: type[P]) -> tuple[P, torch.Tensor, list[Outbound]]:
+    """Site 0 of 3 takes one step: its policy, how far its replica moved, what it sent."""
+    params = replicas(3)[0]
+    start = params.clone()
+    policy = build_policy(spec, 0, 3, params)
+    assert isinstance(policy, kind)
+    outbound = policy.after_clock(local_step(policy, torch.Generator().manual_seed(1)), 0.0)
+    return policy, params - start, outbound
+
+
 def sent_kinds(net: Network) -> set[Kind]:
     return {out.message.kind for _, _, out in net.sent}
 

@@ -8,8 +8,8 @@ import torch
 from geo_support import (
     exchange_spec,
     finish_all,
+    first_clock,
     local_step,
-    replicas,
     restarted,
     run_exchange,
     sent_kinds,
@@ -19,7 +19,6 @@ from geo_support import (
 from atoll.platform.geo.direct import DirectSync
 from atoll.platform.geo.messages import BROADCAST, Kind
 from atoll.platform.geo.mirror_clock import PROCEED
-from atoll.platform.geo.policies import build_policy
 
 SPARSE = exchange_spec("direct")
 run = functools.partial(run_exchange, kind=DirectSync)
@@ -57,15 +56,9 @@ def test_the_closing_round_sends_the_residuals_as_steps_travel(deliver_every: in
 
 
 def test_a_site_moves_only_by_what_it_sends_and_sends_it_to_every_mirror() -> None:
-    params = replicas(3)
-    start = params[0].clone()
-    policy = build_policy(SPARSE, 0, 3, params[0])
-    assert isinstance(policy, DirectSync)
-    step = local_step(policy, torch.Generator().manual_seed(1))
-    [update] = policy.after_clock(step, 0.0)
+    _, moved, [update] = first_clock(SPARSE, DirectSync)
     assert update.to == BROADCAST and update.message.kind == Kind.UPDATE
     assert update.message.indices is not None and len(update.message.indices) == 5  # 10% of 50
-    moved = params[0] - start
     changed = moved.nonzero().squeeze(1)
     assert torch.equal(changed, update.message.indices)
     torch.testing.assert_close(moved[changed], update.message.float_values())

@@ -4,11 +4,10 @@ direct exchange: test_exchanges.py)."""
 import functools
 
 import torch
-from geo_support import exchange_spec, local_step, replicas, restarted, run_exchange
+from geo_support import exchange_spec, first_clock, local_step, restarted, run_exchange
 
 from atoll.platform.geo.messages import Kind
 from atoll.platform.geo.mirror_clock import PROCEED
-from atoll.platform.geo.policies import build_policy
 from atoll.platform.geo.sharded import ShardedSync
 
 SPARSE = exchange_spec("sharded")
@@ -16,19 +15,13 @@ run = functools.partial(run_exchange, kind=ShardedSync)
 
 
 def test_a_site_moves_only_by_broadcasts_and_sends_each_owner_its_piece() -> None:
-    params = replicas(3)
-    start = params[0].clone()
-    policy = build_policy(SPARSE, 0, 3, params[0])
-    assert isinstance(policy, ShardedSync)
-    step = local_step(policy, torch.Generator().manual_seed(1))
-    out = policy.after_clock(step, 0.0)
-    *contributions, broadcast = out
+    policy, moved, [*contributions, broadcast] = first_clock(SPARSE, ShardedSync)
     assert {c.to for c in contributions} <= {1, 2} and broadcast.message.kind == Kind.UPDATE
     for c in contributions:  # indices relative to the owner's piece
         begin, end = policy.pieces[c.to]
         assert (c.message.offset, c.message.length) == (begin, end - begin)
     assert sum(len(c.message.indices) for c in contributions) <= 5  # 10% of 50
-    changed = (params[0] != start).nonzero().squeeze(1)
+    changed = moved.nonzero().squeeze(1)
     begin, end = policy.pieces[0]
     assert ((changed >= begin) & (changed < end)).all()  # only what its own piece broadcast
 
