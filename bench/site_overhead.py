@@ -6,7 +6,11 @@ Targets: `ratio_1_worker` >= 0.95; `scaling_2_workers` >= 1.8. What the machine 
 allows is measured too: two plain loops at once, each on a core of its own and with no
 exchange between them (`machine_scaling`: their summed samples/s over one loop's). Two
 processes that share nothing still share the memory bus, the last-level cache and the
-host's other tenants; a site's weak scaling cannot beat that ceiling. The setups alternate
+host's other tenants; a site's weak scaling cannot beat that ceiling. BSP cannot reach it
+either where the cores' speeds drift apart: each clock waits for the slower worker. The
+same two loops, held at every moment to the slower one's pace (`lockstep_pace`, from
+their step times), give the ceiling for a site whose exchange cost nothing
+(`machine_lockstep_scaling`). The setups alternate
 (the order rotates every repeat) and each figure is the median of the repeats, with
 their spread: a shared VM's speed drifts over minutes. The load average before and after
 is recorded, because on a busy machine these figures measure the neighbours too.
@@ -18,6 +22,8 @@ after repeat while a site run alone kept up with the plain loop. Fresh processes
 close the gap by themselves (0.84 in the run the README reports).
 """
 
+import bisect
+import itertools
 import json
 import os
 import statistics
@@ -25,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -96,6 +102,8 @@ def run(
     median = {name: statistics.median(values) for name, values in samples.items()}
     ratio, scaling = median[ONE] / median[PLAIN], median[TWO] / median[ONE]
     machine_scaling = median[PAIR] / median[PLAIN]
+    lockstep = statistics.median(m.lockstep_samples_per_s or 0.0 for m in measured[PAIR])
+    machine_lockstep_scaling = lockstep / median[PLAIN]
     rows: list[dict[str, Any]] = [
         {
             "setup": name,
@@ -123,6 +131,7 @@ def run(
         "ratio_1_worker": ratio,
         "scaling_2_workers": scaling,
         "machine_scaling": machine_scaling,
+        "machine_lockstep_scaling": machine_lockstep_scaling,
         "target_ratio_1_worker": TARGET_RATIO,
         "target_scaling_2_workers": TARGET_SCALING,
         "met": {
@@ -152,7 +161,8 @@ def run(
     console.print(table)
     console.print(
         f"ratio_1_worker {ratio:.3f} (target {TARGET_RATIO}), scaling_2_workers {scaling:.2f} "
-        f"(target {TARGET_SCALING}; two independent loops reach {machine_scaling:.2f}); "
+        f"(target {TARGET_SCALING}; two independent loops reach {machine_scaling:.2f}, "
+        f"{machine_lockstep_scaling:.2f} held to the slower one's pace); "
         f"load average {load_before[0]:.1f} before, "
         f"{load_after[0]:.1f} after, on {os.cpu_count()} cores"
     )
@@ -167,6 +177,8 @@ class Measurement:
     samples_per_s: float
     compute_ms: float  # per clock: a plain loop's whole step, a site's forward and backward
     exchange_ms: float | None  # per clock, a site's (rank 0's): optimizer step and waits
+    step_ends: list[float] | None = None  # a plain loop's, when it is one of a pair
+    lockstep_samples_per_s: float | None = None  # a pair's: see lockstep_pace
 
 
 def measure(setup: str, job: SiteJob, folder: Path, core: int = 0) -> Measurement:
@@ -182,7 +194,12 @@ def measure(setup: str, job: SiteJob, folder: Path, core: int = 0) -> Measuremen
             if setup == PAIR:
                 _wait_for_partner(folder, core)
             timed = train_single_process(job, train, job.steps or 0)
-        return Measurement(timed.samples_per_s(job.batch_size), 1000 * timed.step_s, None)
+        return Measurement(
+            timed.samples_per_s(job.batch_size),
+            1000 * timed.step_s,
+            None,
+            timed.step_ends if setup == PAIR else None,
+        )
     workers = {ONE: 1, TWO: 2}[setup]
     update = {"workers": workers, "shards": workers}
     summary = train_site(job.model_copy(update=update), folder / "site", overwrite=True)
@@ -225,11 +242,41 @@ def _in_fresh_process(setup: str, job: SiteJob, folder: Path) -> Measurement:
         if run.returncode != 0 or not result.is_file():
             raise RuntimeError(f"{setup}: the measurement failed:\n{error[-4000:]}")
         measured.append(Measurement(**json.loads(result.read_text())))
+    if setup != PAIR:
+        return measured[0]
+    ends = [m.step_ends or [] for m in measured]
     return Measurement(
         sum(m.samples_per_s for m in measured),
         statistics.mean(m.compute_ms for m in measured),
-        measured[0].exchange_ms,
+        None,
+        lockstep_samples_per_s=2 * job.batch_size * lockstep_pace(ends[0], ends[1]),
     )
+
+
+def lockstep_pace(ends_a: Sequence[float], ends_b: Sequence[float]) -> float:
+    """Steps per second of two loops made to move together, each moment at the slower one's
+    pace, over the time both ran. `ends_*`: a loop's start, then the end of each step.
+
+    Between two step ends a loop's pace is one step over that step's time; the pace of the
+    pair is the lower of the two, as under BSP, where each clock waits for the slower
+    worker. It ignores what waiting itself would change (the faster core idling), so it
+    is an estimate of a ceiling, not a simulation.
+    """
+    start, stop = max(ends_a[0], ends_b[0]), min(ends_a[-1], ends_b[-1])
+    if stop <= start:
+        raise ValueError("the two loops never ran at the same time")
+    edges = sorted({start, stop, *(t for t in (*ends_a, *ends_b) if start < t < stop)})
+    steps = 0.0
+    for left, right in itertools.pairwise(edges):
+        middle = (left + right) / 2
+        steps += (right - left) * min(_pace_at(ends_a, middle), _pace_at(ends_b, middle))
+    return steps / (stop - start)
+
+
+def _pace_at(ends: Sequence[float], t: float) -> float:
+    """One step over the duration of the step running at time `t`."""
+    i = bisect.bisect_right(ends, t)
+    return 1.0 / (ends[i] - ends[i - 1])
 
 
 def _median_or_none(values: list[float | None]) -> float | None:

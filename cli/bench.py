@@ -20,7 +20,8 @@ def site(
 ) -> None:
     """Site-tier overhead: a 1-worker site against a plain PyTorch loop at 1 thread
     (`ratio_1_worker`), 2 workers x 1 thread against 1 (`scaling_2_workers`), and two
-    independent plain loops at once against one (`machine_scaling`, the machine's ceiling)."""
+    independent plain loops at once against one (`machine_scaling`, the machine's ceiling;
+    `machine_lockstep_scaling`, the same loops held to the slower one's pace, BSP's)."""
     from atoll.bench import site_overhead
 
     site_overhead.run(steps, batch_size, repeats, dataset, model, pin_cores, out)

@@ -23,6 +23,9 @@ class ReferenceRun:
     model: nn.Module
     steps: int
     train_s: float
+    # time.monotonic() at the start and at the end of every step (system-wide on Linux, so
+    # two processes' loops can be laid side by side)
+    step_ends: list[float]
 
     @property
     def step_s(self) -> float:
@@ -38,6 +41,7 @@ def train_single_process(job: SiteJob, train: Dataset, steps: int) -> ReferenceR
     optimizer = build_optimizer(job.optimizer, list(model.parameters()))
     plan = BatchPlan(len(train), job.batch_size * job.workers, 1, job.seed)
     start = time.perf_counter()
+    step_ends = [time.monotonic()]
     for step in range(steps):
         for group in optimizer.param_groups:
             group["lr"] = job.optimizer.lr_at(step, steps)
@@ -45,4 +49,5 @@ def train_single_process(job: SiteJob, train: Dataset, steps: int) -> ReferenceR
         optimizer.zero_grad()
         nn.functional.cross_entropy(model(train.x[index]), train.y[index]).backward()
         optimizer.step()
-    return ReferenceRun(model, steps, time.perf_counter() - start)
+        step_ends.append(time.monotonic())
+    return ReferenceRun(model, steps, time.perf_counter() - start, step_ends)

@@ -48,5 +48,11 @@ def test_the_site_bench_reports_medians_of_rotating_repeats_and_the_two_ratios(
     assert result["machine_scaling"] == pytest.approx(median[PAIR] / median[PLAIN])
     assert f"ratio_1_worker {result['ratio_1_worker']:.3f}" in printed
     assert f"two independent loops reach {result['machine_scaling']:.2f}" in printed
+    # Held to the slower loop's pace at every moment, the pair does no better than free
+    # (the slack: the free figure counts each loop's whole run, the held one only the time
+    # both ran).
+    lockstep = result["machine_lockstep_scaling"]
+    assert 0 < lockstep <= result["machine_scaling"] * 1.05
+    assert f"{lockstep:.2f} held to the slower one's pace" in printed
     assert (result["steps"], result["repeats"], result["pin_cores"]) == (40, 3, True)
     assert len(result["load_average_before"]) == 3
