@@ -6,9 +6,15 @@ same seed, several times. Compares the means: time to target accuracy (within 20
 and WAN bytes (within 5%). One real run is not a reference on its own: thread timing
 changes which updates a site has seen when it computes, so two real runs from one
 seed differ too, and the table shows by how much.
+
+A real site pauses its clocks to evaluate (every `eval_every` clocks); the simulator
+replays that pause too, as each site's run log measured it. Without it the simulated
+sites kept a pace the real ones never had around those clocks, and reached the
+target one evaluation early (docs/geo-skew.md).
 """
 
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +23,10 @@ from rich.table import Table
 
 from atoll.platform.core.files import write_json
 from atoll.platform.core.rundir import claim_run_dir
+from atoll.platform.core.runlog import read_events
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.spec import GeoSpec
-from atoll.platform.sim.compute import ComputeProfile
+from atoll.platform.sim.compute import ComputeProfile, eval_pause_s
 from atoll.platform.sim.simulator import GeoSimulation
 from atoll.platform.site.launch import GeoLaunch
 
@@ -39,6 +46,16 @@ def fidelity_job(dataset: str, clocks: int, target: float) -> GeoJob:
         eval_every=10,
         eval_samples=500,
     )
+
+
+def eval_pauses(sites_dir: Path, names: Iterable[str], clocks: int) -> dict[str, float]:
+    """Each real site's pause to evaluate, from its run log (sites without one: none)."""
+    pauses = {}
+    for name in names:
+        pause = eval_pause_s(read_events(sites_dir / name / "log.jsonl"), clocks)
+        if pause is not None:
+            pauses[name] = pause
+    return pauses
 
 
 # (row, key in a run's summary, tolerance of the simulator's mean against the real one)
@@ -62,14 +79,24 @@ def run(
     job = fidelity_job(dataset, clocks, target)
     claim_run_dir(out, overwrite=True)
     pairs = []
+    measured_pauses = []  # each real run's sites' evaluation pauses, replayed
     for i in range(repeats):
         console.print(f"[{i + 1}/{repeats}] real runtime: three site processes on loopback ...")
         (out / f"real-{i}").mkdir()
         real = GeoLaunch(job, out / f"real-{i}").run()
         measured = real["compute_profile"]
-        profile = ComputeProfile(measured["step_s"], measured["sites"], "the real run's sites")
-        step_ms = measured["step_s"] * 1000
-        console.print(f"[{i + 1}/{repeats}] simulator, replaying {step_ms:.1f} ms per clock ...")
+        names = [site["name"] for site in real["sites"]]
+        pauses = eval_pauses(out / f"real-{i}" / "sites", names, clocks)
+        measured_pauses.append(pauses)
+        pause = statistics.fmean(pauses.values()) if pauses else 0.0
+        profile = ComputeProfile(
+            measured["step_s"], measured["sites"], "the real run's sites", pause, pauses
+        )
+        step_ms, pause_ms = measured["step_s"] * 1000, pause * 1000
+        console.print(
+            f"[{i + 1}/{repeats}] simulator, replaying {step_ms:.1f} ms per clock and "
+            f"{pause_ms:.1f} ms per evaluation ..."
+        )
         simulated = GeoSimulation(job, profile).run()
         pairs.append((real, simulated))
     table = Table(
@@ -113,8 +140,9 @@ def run(
             {
                 "real": {k: v for k, v in real.items() if k != "config"},
                 "simulated": {k: v for k, v in simulated.items() if k != "config"},
+                "eval_pauses_s": pauses,
             }
-            for real, simulated in pairs
+            for (real, simulated), pauses in zip(pairs, measured_pauses, strict=True)
         ],
         "checks": checks,
     }

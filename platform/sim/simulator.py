@@ -3,7 +3,9 @@
 Each site alternates computing a clock (real gradients, virtual duration from the
 compute profile) with the geo policy's decisions; messages cross simulated links.
 Messages that arrive while a site computes are applied at its next clock
-boundary, as the real runtime applies them.
+boundary, as the real runtime applies them. Every `eval_every` clocks a site first
+evaluates its replica and only then computes, for the profile's `eval_s`, as a real
+site does: a pause that shifts every later send and arrival (docs/geo-skew.md).
 """
 
 import hashlib
@@ -49,6 +51,7 @@ class SimSite:
     replica: SiteReplica
     policy: GeoPolicy
     step_s: float
+    eval_s: float = 0.0  # the pause of a periodic evaluation
     state: State = State.IDLE
     inbox: list[GeoMessage] = field(default_factory=list)
     delta: torch.Tensor | None = None
@@ -74,11 +77,13 @@ class GeoSimulation:
         names = self.topology.sites
         labels = data.train.y.numpy()
         batch = job.workers * job.batch_size
-        if isinstance(compute, str):
-            compute = compute_profile(compute, job.model, data.train, job.batch_size)
-        self.compute = compute
         self.test = data.test
         self.eval_subset = data.test.sample(job.eval_samples, job.seed)
+        if isinstance(compute, str):
+            compute = compute_profile(
+                compute, job.model, data.train, job.batch_size, self.eval_subset
+            )
+        self.compute = compute
         self.events = EventQueue()
         self.sites: list[SimSite] = []
         for i, name in enumerate(names):
@@ -94,7 +99,8 @@ class GeoSimulation:
             )
             policy = build_policy(job.geo, i, len(names), replica.params)
             guard = DivergenceGuard.for_classes(data.train.num_classes)
-            site = SimSite(i, name, replica, policy, compute.step_for(name), guard=guard)
+            step_s, eval_s = compute.step_for(name), compute.eval_for(name)
+            site = SimSite(i, name, replica, policy, step_s, eval_s, guard=guard)
             self.sites.append(site)
         self.links = {
             (a, b): SimulatedLink(
@@ -134,8 +140,13 @@ class GeoSimulation:
         if isinstance(site.policy.before_clock(now), Wait):
             site.state = State.WAITING
             return
+        pause = 0.0
         if site.policy.clock % self.job.eval_every == 0 and site.policy.clock > 0:
-            self._evaluate(site, now)  # the replica as it is about to be trained on
+            # The replica as it is about to be trained on, stamped when the evaluation ends,
+            # as a real site stamps it. The site computes only after it: what arrives in the
+            # meantime waits for the clock boundary, as a real site's mirror leaves it queued.
+            pause = site.eval_s
+            self._evaluate(site, now + pause)
         site.state = State.COMPUTING
         site.delta, site.loss = site.replica.step(
             site.policy.clock, site.policy.update_scale, site.policy.lookahead(now)
@@ -143,7 +154,9 @@ class GeoSimulation:
         verdict = site.guard.observe(site.policy.clock, site.loss)
         if verdict is not None and self.diverged is None:
             self._stop_diverged(site, verdict)
-        self.events.at(now + site.step_s, lambda t: self._clock_done(site, t))
+        # The lookahead and the gradient are as of `now`, before the pause: a real site fills
+        # its lookahead before it evaluates, and applies nothing until the clock ends.
+        self.events.at(now + pause + site.step_s, lambda t: self._clock_done(site, t))
 
     def _stop_diverged(self, site: SimSite, verdict: Diverged) -> None:
         """Say so, and end the run: every site finishes one clock past the furthest."""
@@ -272,7 +285,11 @@ class GeoSimulation:
             "clocks": max(s.policy.clock for s in self.sites),
             "virtual_time_s": self.events.now,
             "wall_s": wall_s,
-            "compute_profile": {"step_s": self.compute.step_s, "source": self.compute.source},
+            "compute_profile": {
+                "step_s": self.compute.step_s,
+                "eval_s": self.compute.eval_s,
+                "source": self.compute.source,
+            },
             "sites": [
                 {
                     "name": s.name,

@@ -1,5 +1,8 @@
 """The simulator on the digits dataset: small, fast, and exact where it can be."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from atoll.platform.core.errors import AtollError
@@ -8,7 +11,7 @@ from atoll.platform.data.datasets import load_dataset
 from atoll.platform.geo.job import GeoJob
 from atoll.platform.geo.spec import Exchange, GeoSpec
 from atoll.platform.model.optim import OptimizerSpec
-from atoll.platform.sim.compute import compute_profile
+from atoll.platform.sim.compute import ComputeProfile, compute_profile
 from atoll.platform.sim.simulator import GeoSimulation
 
 pytestmark = pytest.mark.integration
@@ -124,12 +127,39 @@ def test_bad_compute_profiles_are_named(spec: str) -> None:
         compute_profile(spec, "cnn", load_dataset("digits").train, 16)
 
 
-def test_compute_profiles() -> None:
-    train = load_dataset("digits").train
+def test_compute_profiles(tmp_path: Path) -> None:
+    data = load_dataset("digits")
+    train = data.train
     assert compute_profile("0.05", "cnn", train, 16).step_s == 0.05
     measured = compute_profile("measured", "cnn", train, 16).step_s
     assert 0 < measured < 1
     assert compute_profile("measured/10", "cnn", train, 16).step_s < measured
+    # A measured profile times the job's evaluation too; a number alone has no pause.
+    assert compute_profile("measured", "cnn", train, 16).eval_s == 0.0
+    paused = compute_profile("measured", "cnn", train, 16, data.test).eval_s
+    assert 0 < paused < 1
+    assert compute_profile("measured/10", "cnn", train, 16, data.test).eval_s < paused
+    assert compute_profile("0.05", "cnn", train, 16, data.test).eval_s == 0.0
+    written = tmp_path / "profile.json"
+    written.write_text(json.dumps({"step_s": 0.05, "eval_s": 0.04, "eval_sites": {"a": 0.06}}))
+    from_file = compute_profile(str(written), "cnn", train, 16)
+    assert (from_file.eval_for("a"), from_file.eval_for("b")) == (0.06, 0.04)
+
+
+def test_a_site_trains_on_only_once_its_evaluation_is_done() -> None:
+    """As a real site does: each evaluation pauses the site's clocks, and its point is
+    stamped when it ends. BSP waits for every site, so the pauses add up and the model
+    does not change."""
+    spec = job(GeoSpec(policy="lan"), topology="lan")
+    plain = GeoSimulation(spec, compute=ComputeProfile(0.02)).run()
+    paused = GeoSimulation(spec, compute=ComputeProfile(0.02, eval_s=0.05)).run()
+    assert [p["mean_accuracy"] for p in paused["timeline"]] == [
+        p["mean_accuracy"] for p in plain["timeline"]
+    ]
+    pairs = zip(plain["timeline"], paused["timeline"], strict=True)
+    shifts = [b["time_s"] - a["time_s"] for a, b in pairs]
+    # clocks 10 and 20 evaluate inside the run (one and two pauses by then); clock 30 ends it
+    assert shifts == pytest.approx([0.05, 0.10, 0.10])
 
 
 def test_a_diverging_run_stops_and_says_why() -> None:
