@@ -110,12 +110,12 @@ def test_faults_mid_job_an_agent_killed_redis_and_the_control_plane_restarted(
     site_pid = json.loads(agent_file.read_text())["jobs"][job.id]["pid"]
     deployment.agents["frankfurt"].kill()
     killed_at, killed_wall = time.monotonic(), time.time()
-    wait_for("frankfurt offline", lambda: not client.site("frankfurt").online, 10, poll_s=0.05)
+    wait_for("frankfurt offline", lambda: not client.site("frankfurt").online, 20, poll_s=0.05)
     # Silent for two heartbeats is offline (the control plane looks every quarter second):
     # seconds, not the 30 s after which a site stops holding up its job. The margin is for a
     # loaded CI host, where each of the control plane's turns and answers can take seconds
-    # (7.2 s was seen there, 1.5 s is usual).
-    assert time.monotonic() - killed_at <= 2 * deployment.heartbeat_s + 9
+    # (1.5 s is usual; 7.2 s was seen there, and over 10 s on a machine half as fast).
+    assert time.monotonic() - killed_at <= 2 * deployment.heartbeat_s + 19
     wait_for("its site to die with it", lambda: not process_exists(site_pid), 10)
     deployment.start_agent("frankfurt")  # at once: its site takes a while to load
 
