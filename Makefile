@@ -28,7 +28,8 @@ demo: setup
 # loop marked running in the thread for the whole session, and any asyncio.run() a later
 # test on that worker makes then fails. The Flower tests run alone too: Flower starts a
 # process per message and expects its answer within 30 s, which a two-core host shared
-# with other tests' processes did not always give. The container tests come after, alone: they build
+# with other tests' processes did not always give. The fault tests that time how soon the
+# control plane sees a killed agent run alone too, for the same reason. The container tests come after, alone: they build
 # images and run seven containers.
 test: setup
 	$(BIN)/ruff check .
@@ -36,7 +37,8 @@ test: setup
 	$(BIN)/lint-imports
 	$(BIN)/python tools/typecheck_tree.py $(VENV)/typecheck
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 --dist loadscope -m "not containers and not browser and not flower"
+	$(BIN)/python -m pytest -n 2 --dist loadscope -m "not containers and not browser and not flower and not alone"
+	$(BIN)/python -m pytest -p no:xdist -m alone
 	$(BIN)/python -m pytest -p no:xdist -m flower
 	$(BIN)/python -m pytest -p no:xdist -m browser tests/e2e
 	$(MAKE) --no-print-directory compose-test

@@ -28,7 +28,9 @@ from atoll.platform.control.client import ControlClient
 from atoll.platform.control.schemas import CommandOut, JobOut
 from atoll.platform.core.events import GeoJoined, StepDone, TrainingStarted
 
-pytestmark = pytest.mark.integration
+# Alone: it times how soon the control plane sees a killed agent, which two cores shared
+# with another worker's training did not always give within 20 s (seconds when alone).
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 JOB_S = 240  # the longest a job may take here, faults included
 # The fault-tolerance under test is that a site rejoins and takes up the shared model, so
 # the data is split IID: with a skewed split, a site away for half the job leaves its own
