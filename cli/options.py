@@ -109,6 +109,14 @@ JOB_OPTIONS: dict[str, JobOption] = {
         min=0,
     ),
     "staleness": _geo("geo.staleness", int, "asp: mirror clock bound DS.", min=0),
+    "sync_at_skew": _geo(
+        "geo.sync_at_skew",
+        float,
+        "asp: run synchronously (DS=0) when the sites' label skew, measured at the start, is "
+        "at least this (0: the same mix everywhere; 0.8: two classes of ten a site; 1: never).",
+        min=0,
+        max=1,
+    ),
     "values": _geo("geo.value_type", ValueType, "asp: precision of the values sent."),
     "lookahead": _geo(
         "geo.lookahead",

@@ -38,7 +38,8 @@ SITE_PANEL = "One site only (no --job, --sites 1)"
 GEO_ONLY = (
     "topology", "partition", "target_accuracy", "stop_at_target", "geo", "exchange", "density",
     "threshold",
-    "threshold_schedule", "budget_mbps", "staleness", "values", "lookahead", "period",
+    "threshold_schedule", "budget_mbps", "staleness", "sync_at_skew", "values", "lookahead",
+    "period",
 )  # fmt: skip
 
 

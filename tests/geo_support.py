@@ -74,9 +74,16 @@ P = TypeVar("P", bound=GeoPolicy)
 
 def exchange_spec(exchange: Exchange, dense: bool = False, **update: object) -> GeoSpec:
     """asp with `exchange` for the tiny network: 10% a clock (dense: every element, as
-    float32), no waits, no lookahead, ending with the flush."""
+    float32), no waits (nor the start's exchange of label counts), no lookahead, ending
+    with the flush."""
     spec = GeoSpec(
-        exchange=exchange, density=0.1, density_floor=0.1, staleness=9, lookahead=0, final="flush"
+        exchange=exchange,
+        density=0.1,
+        density_floor=0.1,
+        staleness=9,
+        lookahead=0,
+        final="flush",
+        sync_at_skew=None,
     )
     if dense:
         spec = spec.model_copy(

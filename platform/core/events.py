@@ -141,6 +141,10 @@ class GeoStats(FromRank):
     mean_undelivered_mirror_clocks: float | None = None
     link_share: float | None = Field(None, description="share of elements sent a clock, now")
     congested_clocks: int | None = None
+    label_skew: float | None = Field(
+        None, description="the sites' label skew, measured at the start (None: not yet, or unknown)"
+    )
+    staleness: int | None = Field(None, description="the mirror clock's bound DS, now")
     mean_catch_up_clocks: float | None = None  # tracking asp
     broadcast_elements: int | None = None  # sharded asp: elements its owner broadcast
     pending_aggregate_l1: float | None = None  # sharded asp: contributions not yet broadcast

@@ -45,6 +45,10 @@ class Dataset:
     def input_shape(self) -> tuple[int, ...]:
         return tuple(self.x.shape[1:])
 
+    def class_counts(self) -> torch.Tensor:
+        """Samples per class (int64, one per class)."""
+        return torch.bincount(self.y, minlength=self.num_classes)
+
     def subset(self, indices: np.ndarray | torch.Tensor) -> "Dataset":
         index = torch.as_tensor(indices, dtype=torch.long)
         return Dataset(self.x[index], self.y[index], self.classes)

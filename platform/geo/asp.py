@@ -29,6 +29,7 @@ from atoll.platform.geo.policy import GeoPolicy, SiteSlice
 from atoll.platform.geo.rounds import RoundSync
 from atoll.platform.geo.selective_barrier import SelectiveBarrier
 from atoll.platform.geo.significance import AdaptiveThreshold, SignificanceFilter, ThresholdSchedule
+from atoll.platform.geo.skew import label_skew, staleness_for
 from atoll.platform.geo.spec import ValueType
 
 
@@ -49,7 +50,16 @@ class ApproximateSync(GeoPolicy):
         final: Literal["average", "flush"] = "average",
         lookahead: float = 0.0,
         budget: LinkBudget | None = None,
+        labels: torch.Tensor | None = None,
+        sync_at_skew: float | None = None,
+        sync_density: float | None = None,
     ) -> None:
+        """`labels`: this site's class counts (None: unknown). With `sync_at_skew`, the
+        sites send each other theirs with their first clock and, once each has every live
+        site's, all run synchronously (DS=0) if their label skew (`skew.py`) is at least
+        that. Nobody waits for the counts: below the limit nothing changes. Synchronous,
+        the share sent may grow to `sync_density`: a clock waits out the slowest link's
+        latency anyway, and what the links carry within it costs no time."""
         super().__init__(where)
         self.budget = budget  # caps what goes out per clock by the links' measured backlog
         self.filter = SignificanceFilter(
@@ -70,6 +80,13 @@ class ApproximateSync(GeoPolicy):
         self._last_step: torch.Tensor | None = None
         self.lookaheads = 0  # clocks whose gradient was taken ahead of the replica
         self._undelivered = 0  # mirror clocks predicted, over those clocks
+        self.labels = labels
+        self.sync_at_skew = sync_at_skew
+        self.sync_density = sync_density
+        self.site_labels: dict[int, torch.Tensor | None] = {}  # mirrors' class counts
+        self.label_skew: float | None = None  # once measured (None: a site's is unknown)
+        self._skew_settled = sync_at_skew is None
+        self._labels_sent = sync_at_skew is None
 
     @property
     def update_scale(self) -> float:
@@ -82,7 +99,36 @@ class ApproximateSync(GeoPolicy):
             return Wait(
                 "selective barrier: significant updates in flight", self.barrier.blocking_sites()
             )
+        if not self._skew_settled and all(
+            m in self.site_labels for m in self.mirror_clock.live(now)
+        ):
+            self._settle_skew(now)
         return self.mirror_clock.may_start_next(now)
+
+    def _settle_skew(self, now: float) -> None:
+        """Every live site's class counts are in: measure the skew, and bound DS by it."""
+        self._skew_settled = True
+        counts = [self.labels, *(self.site_labels[m] for m in self.mirror_clock.live(now))]
+        known = [c for c in counts if c is not None]
+        if len(known) < len(counts) or len({len(c) for c in known}) > 1:
+            return  # a site without counts (or with other classes): DS stays as set
+        self.label_skew = label_skew(known)
+        clocks = self.mirror_clock
+        clocks.staleness = staleness_for(self.label_skew, clocks.staleness, self.sync_at_skew)
+        if clocks.staleness == 0 and self.budget is not None and self.sync_density is not None:
+            self.budget.ceiling = max(self.budget.ceiling, self.sync_density)
+
+    def _labels_message(self) -> GeoMessage:
+        counts = None if self.labels is None else self.labels.float()
+        length = 0 if counts is None else len(counts)
+        return GeoMessage(Kind.LABELS, self.site, self.clock, self.offset, length, None, counts)
+
+    def _labels_out(self) -> list[Outbound]:
+        """This site's class counts, once, with its first clock's messages."""
+        if self._labels_sent:
+            return []
+        self._labels_sent = True
+        return [Outbound(BROADCAST, self._labels_message(), Lane.CONTROL)]
 
     def lookahead(self, now: float) -> torch.Tensor | None:
         if not self.lookahead_gain or self._last_step is None:
@@ -96,6 +142,10 @@ class ApproximateSync(GeoPolicy):
         return self._last_step * (self.lookahead_gain * undelivered)
 
     def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
+        return [*self._exchange(delta, now, lr_ratio), *self._labels_out()]
+
+    def _exchange(self, delta: torch.Tensor, now: float, lr_ratio: float) -> list[Outbound]:
+        """Count the clock and share its step: what each exchange does differently."""
         self.clock += 1
         self.mirror_clock.clock = self.clock
         self.filter.accumulate(delta)
@@ -125,8 +175,8 @@ class ApproximateSync(GeoPolicy):
     def receive(self, message: GeoMessage, now: float) -> list[Outbound]:
         origin, kind = message.origin, message.kind
         self.mirror_clock.heard(origin, now)
-        if kind == Kind.HELLO:
-            return [Outbound(origin, self._snapshot(), Lane.BULK)]
+        if kind in (Kind.HELLO, Kind.LABELS):
+            return self._receive_start(message)
         if kind == Kind.SNAPSHOT:
             self._adopt(message)
             self.mirror_clock.tick(origin, message.clock, now)
@@ -150,6 +200,18 @@ class ApproximateSync(GeoPolicy):
             self.barrier.announce(origin, message.clock, announced)
         self.mirror_clock.tick(origin, message.clock, now)
         return []
+
+    def _receive_start(self, message: GeoMessage) -> list[Outbound]:
+        """A site's class counts, or a restarted mirror's HELLO: it gets this replica, and
+        these counts to measure the skew again."""
+        origin = message.origin
+        if message.kind == Kind.LABELS:
+            self.site_labels[origin] = None if message.values is None else message.float_values()
+            return []
+        out = [Outbound(origin, self._snapshot(), Lane.BULK)]
+        if self.sync_at_skew is not None:
+            out.append(Outbound(origin, self._labels_message(), Lane.CONTROL))
+        return out
 
     def finish(self, now: float) -> list[Outbound]:
         """Tell the mirrors nothing more will come, then make every replica equal.
@@ -209,6 +271,13 @@ class ApproximateSync(GeoPolicy):
             return []
         return average.contribute()
 
+    def rejoin(self) -> list[Outbound]:
+        out = super().rejoin()
+        if self.sync_at_skew is None:
+            return out
+        self._labels_sent = True
+        return [*out, Outbound(BROADCAST, self._labels_message(), Lane.CONTROL)]
+
     def link_backlog(self, mirror: int, seconds: float) -> None:
         self.backlog_s[mirror] = seconds
 
@@ -232,6 +301,8 @@ class ApproximateSync(GeoPolicy):
             "pending_accumulator_l1": float(self.filter.accumulator.abs().sum()),
             "lookaheads": self.lookaheads,
             "mean_undelivered_mirror_clocks": self._undelivered / max(self.lookaheads, 1),
+            "label_skew": self.label_skew,
+            "staleness": self.mirror_clock.staleness,
         }
 
     def _snapshot(self) -> GeoMessage:

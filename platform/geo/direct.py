@@ -48,7 +48,7 @@ from atoll.platform.geo.spec import ValueType
 
 
 class DirectSync(ResidualSync):
-    def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
+    def _exchange(self, delta: torch.Tensor, now: float, lr_ratio: float) -> list[Outbound]:
         chosen = largest(self.residual, self._take_step(delta))
         return [self._send(chosen)]
 

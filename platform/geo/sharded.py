@@ -70,7 +70,7 @@ class ShardedSync(ResidualSync):
         self.broadcast_final = False
         self.broadcast_elements = 0
 
-    def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
+    def _exchange(self, delta: torch.Tensor, now: float, lr_ratio: float) -> list[Outbound]:
         # The replica moves only by the owners' aggregates: the local step goes to them.
         chosen = largest(self.residual, self._take_step(delta))
         out = self._contribute(chosen, Kind.UPDATE)

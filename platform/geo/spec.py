@@ -54,6 +54,25 @@ class GeoSpec(BaseModel):
         None, gt=0, description="adaptive threshold: keep each site's WAN egress near this"
     )
     staleness: int = Field(3, ge=0, description="mirror clock bound DS")
+    sync_at_skew: float | None = Field(
+        0.6,
+        ge=0,
+        le=1,
+        description="asp: the sites measure their label skew at the start (the mean "
+        "total-variation distance of each site's label distribution from the pooled one: 0 "
+        "for the same mix everywhere, 0.8 for two classes of ten per site) and run "
+        "synchronously (DS=0) at or above this; delayed steps plateaued or diverged on "
+        "sites that skewed (docs/geo-skew.md). None: DS as set",
+    )
+    sync_density: float = Field(
+        0.04,
+        gt=0,
+        le=1,
+        description="asp: the most elements a site sends per clock once the sites' skew made "
+        "them synchronous (the share still follows the links' backlog): a synchronous clock "
+        "waits out the slowest link's latency, and what the links carry within it costs no "
+        "time",
+    )
     lease_s: float = Field(
         10.0, gt=0, description="a mirror silent this long stops holding others back"
     )
@@ -105,6 +124,10 @@ class GeoSpec(BaseModel):
                 label += f" lookahead {self.lookahead:g}"
             if self.final != type(self).model_fields["final"].default:
                 label += f" final {self.final}"
+            if self.sync_at_skew != type(self).model_fields["sync_at_skew"].default:
+                label += f" sync at skew {self.sync_at_skew}"
+            if self.sync_density != type(self).model_fields["sync_density"].default:
+                label += f" {self.sync_density:.1%} synchronous"
             return f"{label} DS={self.staleness}"
         if self.policy == "asp":
             label = "asp adaptive" if self.budget_mbps else f"asp v={self.threshold:.0%}"

@@ -61,7 +61,7 @@ class TrackingSync(ApproximateSync):
         self.lookaheads += 1
         return self.velocity * self.lookahead_gain
 
-    def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
+    def _exchange(self, delta: torch.Tensor, now: float, lr_ratio: float) -> list[Outbound]:
         """Move the replica by the estimates; send the largest errors of this site's own."""
         self.clock += 1
         self.mirror_clock.clock = self.clock

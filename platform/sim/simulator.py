@@ -97,7 +97,8 @@ class GeoSimulation:
                 data_seed=job.site_seed(i),
                 total_clocks=job.clocks,
             )
-            policy = build_policy(job.geo, i, len(names), replica.params)
+            counts = replica.train.class_counts()
+            policy = build_policy(job.geo, i, len(names), replica.params, labels=counts)
             guard = DivergenceGuard.for_classes(data.train.num_classes)
             step_s, eval_s = compute.step_for(name), compute.eval_for(name)
             site = SimSite(i, name, replica, policy, step_s, eval_s, guard=guard)

@@ -52,13 +52,26 @@ class _Usage:
 
 class GeoMirror:
     def __init__(
-        self, config: SiteGeo, shard: int, shards: int, params: torch.Tensor, offset: int
+        self,
+        config: SiteGeo,
+        shard: int,
+        shards: int,
+        params: torch.Tensor,
+        offset: int,
+        labels: torch.Tensor | None = None,
     ) -> None:
+        """`labels`: the site's class counts, if it knows them (asp measures skew with them)."""
         self.config = config
         self.names = config.sites
         self.index = config.index
         self.policy: GeoPolicy = build_policy(
-            config.policy, self.index, len(self.names), params, offset, start_s=time.monotonic()
+            config.policy,
+            self.index,
+            len(self.names),
+            params,
+            offset,
+            start_s=time.monotonic(),
+            labels=labels,
         )
         # The site's WAN link is shared by its shards: each gets an equal part of it.
         self.shapes = {

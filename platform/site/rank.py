@@ -222,7 +222,10 @@ class SiteRank:
             if self.device.type != "cpu":
                 shard.host = param.detach().cpu()
             replica = param if shard.host is None else shard.host
-            shard.mirror = GeoMirror(self.ctx.job.geo, index, self.ctx.job.shards, replica, start)
+            counts = self.train.class_counts()
+            shard.mirror = GeoMirror(
+                self.ctx.job.geo, index, self.ctx.job.shards, replica, start, labels=counts
+            )
         return shard
 
     # -- the clock loop -----------------------------------------------------------------
@@ -283,7 +286,7 @@ class SiteRank:
         """What the site reports of itself: its data (never a sample), the model, and what
         BSP would send over the WAN for it."""
         job, params = self.ctx.job, self.flat.num_params
-        counts = torch.bincount(self.train.y, minlength=self.train.num_classes)
+        counts = self.train.class_counts()
         return TrainingStarted(
             time=time.time(),
             step=step,

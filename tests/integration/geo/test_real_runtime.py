@@ -137,3 +137,18 @@ def test_a_killed_site_leaves_the_others_training_and_rejoins(tmp_path: Path) ->
     assert summary["status"] == "completed"
     assert summary["clocks"] == 1200
     assert {site["name"]: site["restarts"] for site in summary["sites"]}["frankfurt"] == 1
+
+
+def test_sites_that_hold_two_classes_each_measure_their_skew_and_run_synchronously(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "job"
+    process = start(out, "--geo", "asp", "--steps", "20", "--partition", "label-skew:2")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert json.loads((out / "summary.json").read_text())["status"] == "completed"
+    for site in ("virginia", "frankfurt", "singapore"):
+        last = events(out / "sites" / site / "log.jsonl", GeoStats)[-1]
+        # Three sites with two classes each, none shared: each is 1 - 1/3 from the mix.
+        assert last.label_skew == pytest.approx(2 / 3)
+        assert last.staleness == 0

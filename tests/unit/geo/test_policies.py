@@ -273,8 +273,17 @@ def run_tracking(
     return params, start + sum(steps), policies, net
 
 
+# The start's exchange of label counts is left out: these tests are about the tracking.
 DENSE_TRACKING = GeoSpec(
-    exchange="tracking", density=1.0, density_floor=1.0, value_type="float32", staleness=9
+    exchange="tracking",
+    density=1.0,
+    density_floor=1.0,
+    value_type="float32",
+    staleness=9,
+    sync_at_skew=None,
+)
+SPARSE_TRACKING = GeoSpec(
+    exchange="tracking", density=0.1, density_floor=0.1, staleness=9, sync_at_skew=None
 )
 
 
@@ -291,7 +300,7 @@ def test_dense_tracking_puts_every_replica_where_all_steps_lead_once_all_arrived
 
 @pytest.mark.parametrize("deliver_every", [1, 4])
 def test_sparse_tracking_keeps_replicas_equal_once_all_arrived(deliver_every: int) -> None:
-    spec = GeoSpec(exchange="tracking", density=0.1, density_floor=0.1, staleness=9)
+    spec = SPARSE_TRACKING
     params, expected, policies, net = run_tracking(spec, clocks=8, deliver_every=deliver_every)
     for p in params[1:]:
         torch.testing.assert_close(p, params[0])
@@ -304,7 +313,10 @@ def test_sparse_tracking_keeps_replicas_equal_once_all_arrived(deliver_every: in
 def test_tracking_starts_small_and_sends_less_when_a_link_backs_up() -> None:
     params = replicas(2)
     policy = build_policy(
-        GeoSpec(exchange="tracking", density=0.2, density_floor=0.04), 0, 2, params[0]
+        GeoSpec(exchange="tracking", density=0.2, density_floor=0.04, sync_at_skew=None),
+        0,
+        2,
+        params[0],
     )
     generator = torch.Generator().manual_seed(2)
     sent = []
@@ -326,7 +338,7 @@ def test_tracking_looks_ahead_by_the_estimated_global_velocity() -> None:
 
 
 def test_a_restarted_tracking_site_gets_a_snapshot_and_each_mirrors_estimate() -> None:
-    spec = GeoSpec(exchange="tracking", density=0.1, density_floor=0.1, staleness=9)
+    spec = SPARSE_TRACKING
     params, _, policies, _ = run_tracking(spec, clocks=4, deliver_every=1, sites=2)
     fresh = build_policy(spec, 1, 2, torch.zeros(SIZE))
     hello = fresh.rejoin()
@@ -342,7 +354,9 @@ def test_a_restarted_tracking_site_gets_a_snapshot_and_each_mirrors_estimate() -
 
 def test_a_capped_release_sends_no_more_than_the_links_share() -> None:
     params = replicas(2)
-    spec = GeoSpec(exchange="release", threshold=0.0, density=0.2, density_floor=0.1)
+    spec = GeoSpec(
+        exchange="release", threshold=0.0, density=0.2, density_floor=0.1, sync_at_skew=None
+    )
     policy = build_policy(spec, 0, 2, params[0])
     generator = torch.Generator().manual_seed(4)
     sent = []
