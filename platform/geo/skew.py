@@ -2,7 +2,7 @@
 
 Measured on Fashion-MNIST over five sites 40-120 ms apart (docs/geo-skew.md): with two
 classes of ten per site, every asynchronous setting tried plateaued near 0.5-0.7 or
-diverged (even one clock of delay over LAN links, every element sent, ended 10-15
+diverged (even one clock of delay over LAN links, every element sent, ended 7-16
 points under lan), where synchronous clocks (DS=0) ended 1.9 points under it.
 Heavy-ball momentum tolerates a step's delay poorly (one clock of delay cuts the
 curvature it stays stable at 38-fold at momentum 0.9), and on sites that disagree as
