@@ -26,7 +26,7 @@ from atoll.platform.geo.link_budget import LinkBudget
 from atoll.platform.geo.messages import BROADCAST, GeoMessage, Kind, Lane, Outbound, quantize
 from atoll.platform.geo.mirror_clock import Decision, MirrorClock, Wait
 from atoll.platform.geo.policy import GeoPolicy, SiteSlice
-from atoll.platform.geo.rounds import RoundSync
+from atoll.platform.geo.rounds import ProtocolError, RoundSync
 from atoll.platform.geo.selective_barrier import SelectiveBarrier
 from atoll.platform.geo.significance import AdaptiveThreshold, SignificanceFilter, ThresholdSchedule
 from atoll.platform.geo.skew import label_skew, staleness_for
@@ -206,7 +206,11 @@ class ApproximateSync(GeoPolicy):
         these counts to measure the skew again."""
         origin = message.origin
         if message.kind == Kind.LABELS:
-            self.site_labels[origin] = None if message.values is None else message.float_values()
+            counts = None if message.values is None else message.float_values()
+            if counts is not None and bool((counts < 0).any()):
+                # Dropped: without this site's counts no skew is measured, and DS stays.
+                raise ProtocolError(f"site {origin} sent negative class counts")
+            self.site_labels[origin] = counts
             return []
         out = [Outbound(origin, self._snapshot(), Lane.BULK)]
         if self.sync_at_skew is not None:

@@ -5,9 +5,10 @@ import torch
 from geo_support import SIZE, Network, local_step, replicas
 
 from atoll.platform.geo.codec import decode, encode
-from atoll.platform.geo.messages import Kind
+from atoll.platform.geo.messages import GeoMessage, Kind
 from atoll.platform.geo.mirror_clock import PROCEED
 from atoll.platform.geo.policies import build_policy
+from atoll.platform.geo.rounds import ProtocolError
 from atoll.platform.geo.skew import label_skew, staleness_for
 from atoll.platform.geo.spec import GeoSpec
 
@@ -147,3 +148,14 @@ def test_label_counts_cross_the_wire(labels: torch.Tensor | None) -> None:
         assert decoded.values is None
     else:
         assert torch.equal(decoded.float_values(), labels.float())
+
+
+def test_negative_counts_are_refused_and_leave_ds_as_set() -> None:
+    params = replicas(2)
+    policy = build_policy(SPEC, 0, 2, params[0], labels=torch.tensor([5, 0]))
+    policy.after_clock(local_step(policy, torch.Generator().manual_seed(0)), 0.0)
+    forged = GeoMessage(Kind.LABELS, 1, 1, 0, 2, None, torch.tensor([-3.0, 5.0]))
+    with pytest.raises(ProtocolError, match="site 1 sent negative class counts"):
+        policy.receive(forged, 0.0)
+    assert policy.before_clock(0.0) is PROCEED
+    assert policy.label_skew is None and policy.mirror_clock.staleness == 3
