@@ -50,11 +50,11 @@ class ApproximateSync(GeoPolicy):
         final: Literal["average", "flush"] = "average",
         lookahead: float = 0.0,
         budget: LinkBudget | None = None,
-        labels: torch.Tensor | None = None,
+        class_counts: torch.Tensor | None = None,
         sync_at_skew: float | None = None,
         sync_density: float | None = None,
     ) -> None:
-        """`labels`: this site's class counts (None: unknown). With `sync_at_skew`, the
+        """`class_counts`: this site's samples per class (None: unknown). With `sync_at_skew`, the
         sites send each other theirs with their first clock and, once each has every live
         site's, all run synchronously (DS=0) if their label skew (`skew.py`) is at least
         that. Nobody waits for the counts: below the limit nothing changes. Synchronous,
@@ -80,13 +80,13 @@ class ApproximateSync(GeoPolicy):
         self._last_step: torch.Tensor | None = None
         self.lookaheads = 0  # clocks whose gradient was taken ahead of the replica
         self._undelivered = 0  # mirror clocks predicted, over those clocks
-        self.labels = labels
+        self.class_counts = class_counts
         self.sync_at_skew = sync_at_skew
         self.sync_density = sync_density
-        self.site_labels: dict[int, torch.Tensor | None] = {}  # mirrors' class counts
+        self.mirror_counts: dict[int, torch.Tensor | None] = {}  # mirrors' class counts
         self.label_skew: float | None = None  # once measured (None: a site's is unknown)
         self._skew_settled = sync_at_skew is None
-        self._labels_sent = sync_at_skew is None
+        self._counts_sent = sync_at_skew is None
 
     @property
     def update_scale(self) -> float:
@@ -100,7 +100,7 @@ class ApproximateSync(GeoPolicy):
                 "selective barrier: significant updates in flight", self.barrier.blocking_sites()
             )
         if not self._skew_settled and all(
-            m in self.site_labels for m in self.mirror_clock.live(now)
+            m in self.mirror_counts for m in self.mirror_clock.live(now)
         ):
             self._settle_skew(now)
         return self.mirror_clock.may_start_next(now)
@@ -108,27 +108,29 @@ class ApproximateSync(GeoPolicy):
     def _settle_skew(self, now: float) -> None:
         """Every live site's class counts are in: measure the skew, and bound DS by it."""
         self._skew_settled = True
-        counts = [self.labels, *(self.site_labels[m] for m in self.mirror_clock.live(now))]
+        counts = [self.class_counts, *(self.mirror_counts[m] for m in self.mirror_clock.live(now))]
         known = [c for c in counts if c is not None]
-        if len(known) < len(counts) or len({len(c) for c in known}) > 1:
-            return  # a site without counts (or with other classes): DS stays as set
+        if len(known) < len(counts):
+            return  # a site that does not know its counts: DS stays as set
         self.label_skew = label_skew(known)
         clocks = self.mirror_clock
         clocks.staleness = staleness_for(self.label_skew, clocks.staleness, self.sync_at_skew)
         if clocks.staleness == 0 and self.budget is not None and self.sync_density is not None:
             self.budget.ceiling = max(self.budget.ceiling, self.sync_density)
 
-    def _labels_message(self) -> GeoMessage:
-        counts = None if self.labels is None else self.labels.float()
+    def _counts_message(self) -> GeoMessage:
+        counts = None if self.class_counts is None else self.class_counts.float()
         length = 0 if counts is None else len(counts)
-        return GeoMessage(Kind.LABELS, self.site, self.clock, self.offset, length, None, counts)
+        return GeoMessage(
+            Kind.CLASS_COUNTS, self.site, self.clock, self.offset, length, None, counts
+        )
 
-    def _labels_out(self) -> list[Outbound]:
+    def _counts_out(self) -> list[Outbound]:
         """This site's class counts, once, with its first clock's messages."""
-        if self._labels_sent:
+        if self._counts_sent:
             return []
-        self._labels_sent = True
-        return [Outbound(BROADCAST, self._labels_message(), Lane.CONTROL)]
+        self._counts_sent = True
+        return [Outbound(BROADCAST, self._counts_message(), Lane.CONTROL)]
 
     def lookahead(self, now: float) -> torch.Tensor | None:
         if not self.lookahead_gain or self._last_step is None:
@@ -142,7 +144,7 @@ class ApproximateSync(GeoPolicy):
         return self._last_step * (self.lookahead_gain * undelivered)
 
     def after_clock(self, delta: torch.Tensor, now: float, lr_ratio: float = 1.0) -> list[Outbound]:
-        return [*self._exchange(delta, now, lr_ratio), *self._labels_out()]
+        return [*self._exchange(delta, now, lr_ratio), *self._counts_out()]
 
     def _exchange(self, delta: torch.Tensor, now: float, lr_ratio: float) -> list[Outbound]:
         """Count the clock and share its step: what each exchange does differently."""
@@ -175,8 +177,8 @@ class ApproximateSync(GeoPolicy):
     def receive(self, message: GeoMessage, now: float) -> list[Outbound]:
         origin, kind = message.origin, message.kind
         self.mirror_clock.heard(origin, now)
-        if kind in (Kind.HELLO, Kind.LABELS):
-            return self._receive_start(message)
+        if kind in (Kind.HELLO, Kind.CLASS_COUNTS):
+            return self._receive_introduction(message)
         if kind == Kind.SNAPSHOT:
             self._adopt(message)
             self.mirror_clock.tick(origin, message.clock, now)
@@ -201,20 +203,23 @@ class ApproximateSync(GeoPolicy):
         self.mirror_clock.tick(origin, message.clock, now)
         return []
 
-    def _receive_start(self, message: GeoMessage) -> list[Outbound]:
-        """A site's class counts, or a restarted mirror's HELLO: it gets this replica, and
-        these counts to measure the skew again."""
+    def _receive_introduction(self, message: GeoMessage) -> list[Outbound]:
+        """A site introducing itself: its class counts as it starts, or its HELLO as it
+        restarts (it gets this replica, and these counts to measure the skew again)."""
         origin = message.origin
-        if message.kind == Kind.LABELS:
+        if message.kind == Kind.CLASS_COUNTS:
             counts = None if message.values is None else message.float_values()
+            # Refused counts are dropped: without them no skew is measured, and DS stays.
             if counts is not None and bool((counts < 0).any()):
-                # Dropped: without this site's counts no skew is measured, and DS stays.
                 raise ProtocolError(f"site {origin} sent negative class counts")
-            self.site_labels[origin] = counts
+            mine = self.class_counts
+            if counts is not None and mine is not None and len(counts) != len(mine):
+                raise ProtocolError(f"site {origin} counts {len(counts)} classes, not {len(mine)}")
+            self.mirror_counts[origin] = counts
             return []
         out = [Outbound(origin, self._snapshot(), Lane.BULK)]
         if self.sync_at_skew is not None:
-            out.append(Outbound(origin, self._labels_message(), Lane.CONTROL))
+            out.append(Outbound(origin, self._counts_message(), Lane.CONTROL))
         return out
 
     def finish(self, now: float) -> list[Outbound]:
@@ -279,8 +284,8 @@ class ApproximateSync(GeoPolicy):
         out = super().rejoin()
         if self.sync_at_skew is None:
             return out
-        self._labels_sent = True
-        return [*out, Outbound(BROADCAST, self._labels_message(), Lane.CONTROL)]
+        self._counts_sent = True
+        return [*out, Outbound(BROADCAST, self._counts_message(), Lane.CONTROL)]
 
     def link_backlog(self, mirror: int, seconds: float) -> None:
         self.backlog_s[mirror] = seconds

@@ -18,7 +18,7 @@ class Kind(IntEnum):
     SNAPSHOT = 7  # the sender's replica, for a site that rejoins
     HELLO = 8  # a (re)started site asks its mirrors for a snapshot
     ESTIMATE = 9  # tracking asp: the sender's whole estimate of its update, for a rejoiner
-    LABELS = 10  # asp: the sender's class counts (no values: it does not know them)
+    CLASS_COUNTS = 10  # asp: the sender's class counts (no values: it does not know them)
 
 
 class Lane(IntEnum):

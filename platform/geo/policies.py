@@ -22,13 +22,13 @@ def build_policy(
     params: torch.Tensor,
     offset: int = 0,
     start_s: float = 0.0,
-    labels: torch.Tensor | None = None,
+    class_counts: torch.Tensor | None = None,
 ) -> GeoPolicy:
     """Site `site` of `sites`, owning `params` (the slice that starts at `offset`), its
-    data's class counts `labels` (None: unknown; asp measures the sites' skew with them)."""
+    data's `class_counts` (None: unknown; asp measures the sites' skew with them)."""
     where = SiteSlice(site, sites, params, offset)
     if spec.policy == "asp":
-        return _asp(spec, where, start_s, labels)
+        return _asp(spec, where, start_s, class_counts)
     if spec.policy in ("bsp", "lan"):
         return RoundSync(where, name=spec.policy, period=1)
     if spec.policy == "fedavg":
@@ -39,7 +39,9 @@ def build_policy(
     return Isolated(where)
 
 
-def _asp(spec: GeoSpec, where: SiteSlice, start_s: float, labels: torch.Tensor | None) -> GeoPolicy:
+def _asp(
+    spec: GeoSpec, where: SiteSlice, start_s: float, class_counts: torch.Tensor | None
+) -> GeoPolicy:
     # A density of 1 is no cap: every element, from the first clock.
     floor = 1.0 if spec.density >= 1 else min(spec.density_floor, spec.density)
     budget = LinkBudget(spec.density, floor, target_s=spec.congestion_s)
@@ -51,7 +53,7 @@ def _asp(spec: GeoSpec, where: SiteSlice, start_s: float, labels: torch.Tensor |
         "value_type": spec.value_type,
         "final": spec.final,
         "lookahead": spec.lookahead,
-        "labels": labels,
+        "class_counts": class_counts,
         "sync_at_skew": spec.sync_at_skew,
         "sync_density": spec.sync_density,
     }

@@ -98,7 +98,7 @@ class GeoSimulation:
                 total_clocks=job.clocks,
             )
             counts = replica.train.class_counts()
-            policy = build_policy(job.geo, i, len(names), replica.params, labels=counts)
+            policy = build_policy(job.geo, i, len(names), replica.params, class_counts=counts)
             guard = DivergenceGuard.for_classes(data.train.num_classes)
             step_s, eval_s = compute.step_for(name), compute.eval_for(name)
             site = SimSite(i, name, replica, policy, step_s, eval_s, guard=guard)

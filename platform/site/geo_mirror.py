@@ -58,9 +58,10 @@ class GeoMirror:
         shards: int,
         params: torch.Tensor,
         offset: int,
-        labels: torch.Tensor | None = None,
+        class_counts: torch.Tensor | None = None,
     ) -> None:
-        """`labels`: the site's class counts, if it knows them (asp measures skew with them)."""
+        """`class_counts`: the site's samples per class, if it knows them (asp measures the
+        sites' skew with them)."""
         self.config = config
         self.names = config.sites
         self.index = config.index
@@ -71,7 +72,7 @@ class GeoMirror:
             params,
             offset,
             start_s=time.monotonic(),
-            labels=labels,
+            class_counts=class_counts,
         )
         # The site's WAN link is shared by its shards: each gets an equal part of it.
         self.shapes = {

@@ -224,7 +224,7 @@ class SiteRank:
             replica = param if shard.host is None else shard.host
             counts = self.train.class_counts()
             shard.mirror = GeoMirror(
-                self.ctx.job.geo, index, self.ctx.job.shards, replica, start, labels=counts
+                self.ctx.job.geo, index, self.ctx.job.shards, replica, start, class_counts=counts
             )
         return shard
 

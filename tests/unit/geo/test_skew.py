@@ -66,7 +66,8 @@ def started(labels: list[torch.Tensor | None], spec: GeoSpec = SPEC) -> list:
     """Sites of `spec` with these class counts, after every one's first clock, delivered."""
     params = replicas(len(labels))
     policies = [
-        build_policy(spec, i, len(labels), params[i], labels=labels[i]) for i in range(len(labels))
+        build_policy(spec, i, len(labels), params[i], class_counts=labels[i])
+        for i in range(len(labels))
     ]
     net = Network(policies)
     generator = torch.Generator().manual_seed(0)
@@ -107,15 +108,15 @@ def test_a_site_that_does_not_know_its_labels_leaves_ds_as_set() -> None:
 def test_without_a_limit_nothing_is_exchanged_and_nothing_waits() -> None:
     params = replicas(2)
     spec = SPEC.model_copy(update={"sync_at_skew": None})
-    policy = build_policy(spec, 0, 2, params[0], labels=torch.tensor([5, 0]))
+    policy = build_policy(spec, 0, 2, params[0], class_counts=torch.tensor([5, 0]))
     out = policy.after_clock(local_step(policy, torch.Generator().manual_seed(0)), 0.0)
-    assert Kind.LABELS not in {o.message.kind for o in out}
+    assert Kind.CLASS_COUNTS not in {o.message.kind for o in out}
     assert policy.before_clock(0.0) is PROCEED
 
 
 def test_a_mirror_that_never_shows_up_is_measured_without_after_its_lease() -> None:
     params = replicas(2)
-    policy = build_policy(SPEC, 0, 2, params[0], labels=torch.tensor([5, 0]))
+    policy = build_policy(SPEC, 0, 2, params[0], class_counts=torch.tensor([5, 0]))
     policy.after_clock(local_step(policy, torch.Generator().manual_seed(0)), 0.0)
     assert policy.before_clock(1.0) is PROCEED
     assert policy.label_skew is None  # still expecting the mirror's counts
@@ -126,9 +127,9 @@ def test_a_mirror_that_never_shows_up_is_measured_without_after_its_lease() -> N
 
 def test_a_restarted_site_gets_each_mirrors_counts_with_its_snapshot() -> None:
     policies = started(counts([5, 0, 0], [0, 5, 0], [0, 0, 5]))
-    fresh = build_policy(SPEC, 1, 3, torch.zeros(SIZE), labels=torch.tensor([0, 5, 0]))
+    fresh = build_policy(SPEC, 1, 3, torch.zeros(SIZE), class_counts=torch.tensor([0, 5, 0]))
     hello, labels = fresh.rejoin()
-    assert labels.message.kind == Kind.LABELS
+    assert labels.message.kind == Kind.CLASS_COUNTS
     for mirror in (0, 2):
         for reply in policies[mirror].receive(hello.message, 0.0):
             assert reply.to == 1
@@ -139,23 +140,28 @@ def test_a_restarted_site_gets_each_mirrors_counts_with_its_snapshot() -> None:
 
 @pytest.mark.parametrize("labels", [torch.tensor([3, 0, 7]), None])
 def test_label_counts_cross_the_wire(labels: torch.Tensor | None) -> None:
-    policy = build_policy(SPEC, 0, 2, replicas(2)[0], labels=labels)
+    policy = build_policy(SPEC, 0, 2, replicas(2)[0], class_counts=labels)
     out = policy.after_clock(local_step(policy, torch.Generator().manual_seed(0)), 0.0)
-    [message] = [o.message for o in out if o.message.kind == Kind.LABELS]
+    [message] = [o.message for o in out if o.message.kind == Kind.CLASS_COUNTS]
     decoded = decode(encode(message))
-    assert decoded.kind == Kind.LABELS
+    assert decoded.kind == Kind.CLASS_COUNTS
     if labels is None:
         assert decoded.values is None
     else:
         assert torch.equal(decoded.float_values(), labels.float())
 
 
-def test_negative_counts_are_refused_and_leave_ds_as_set() -> None:
+@pytest.mark.parametrize(
+    ("values", "problem"),
+    [([-3.0, 5.0], "site 1 sent negative class counts"), ([1.0, 2.0, 3.0], "3 classes, not 2")],
+)
+def test_bad_counts_are_refused_and_leave_ds_as_set(values: list[float], problem: str) -> None:
     params = replicas(2)
-    policy = build_policy(SPEC, 0, 2, params[0], labels=torch.tensor([5, 0]))
+    policy = build_policy(SPEC, 0, 2, params[0], class_counts=torch.tensor([5, 0]))
     policy.after_clock(local_step(policy, torch.Generator().manual_seed(0)), 0.0)
-    forged = GeoMessage(Kind.LABELS, 1, 1, 0, 2, None, torch.tensor([-3.0, 5.0]))
-    with pytest.raises(ProtocolError, match="site 1 sent negative class counts"):
+    counts = torch.tensor(values)
+    forged = GeoMessage(Kind.CLASS_COUNTS, 1, 1, 0, len(counts), None, counts)
+    with pytest.raises(ProtocolError, match=problem):
         policy.receive(forged, 0.0)
     assert policy.before_clock(0.0) is PROCEED
     assert policy.label_skew is None and policy.mirror_clock.staleness == 3
