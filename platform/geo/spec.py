@@ -124,7 +124,9 @@ class GeoSpec(BaseModel):
                 label += f" lookahead {self.lookahead:g}"
             if self.final != type(self).model_fields["final"].default:
                 label += f" final {self.final}"
-            if self.sync_at_skew != type(self).model_fields["sync_at_skew"].default:
+            if self.sync_at_skew is None:
+                label += " never synchronous"
+            elif self.sync_at_skew != type(self).model_fields["sync_at_skew"].default:
                 label += f" sync at skew {self.sync_at_skew}"
             if self.sync_density != type(self).model_fields["sync_density"].default:
                 label += f" {self.sync_density:.1%} synchronous"

@@ -171,6 +171,7 @@ class SiteRank:
             else load_share(job.dataset, job.data_dir, job.share)
         )
         self.train: Dataset = data.train
+        self.class_counts = self.train.class_counts()  # reported at the start; asp's skew
         self.test = data.test
         self.eval_set = (
             data.test.sample(job.eval_samples, job.seed) if job.eval_samples else data.test
@@ -222,9 +223,13 @@ class SiteRank:
             if self.device.type != "cpu":
                 shard.host = param.detach().cpu()
             replica = param if shard.host is None else shard.host
-            counts = self.train.class_counts()
             shard.mirror = GeoMirror(
-                self.ctx.job.geo, index, self.ctx.job.shards, replica, start, class_counts=counts
+                self.ctx.job.geo,
+                index,
+                self.ctx.job.shards,
+                replica,
+                start,
+                class_counts=self.class_counts,
             )
         return shard
 
@@ -286,14 +291,13 @@ class SiteRank:
         """What the site reports of itself: its data (never a sample), the model, and what
         BSP would send over the WAN for it."""
         job, params = self.ctx.job, self.flat.num_params
-        counts = self.train.class_counts()
         return TrainingStarted(
             time=time.time(),
             step=step,
             total_steps=self.total_steps,
             params=params,
             samples=len(self.train),
-            class_counts=[int(c) for c in counts],
+            class_counts=[int(c) for c in self.class_counts],
             model_signature=model_signature(self.model),
             bsp_bytes_per_clock=(
                 bsp_bytes_per_clock(params, job.geo.sites, job.shards) if job.geo else None

@@ -67,6 +67,8 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
         ),
         (GeoSpec(density_floor=0.002), "asp direct 0.8% from 0.2% lookahead 0.5 DS=3"),
         (GeoSpec(final="flush"), "asp direct 0.8% lookahead 0.5 final flush DS=3"),
+        (GeoSpec(sync_at_skew=0.7), "asp direct 0.8% lookahead 0.5 sync at skew 0.7 DS=3"),
+        (GeoSpec(sync_at_skew=None), "asp direct 0.8% lookahead 0.5 never synchronous DS=3"),
         (
             GeoSpec(exchange="tracking", density=0.01, lookahead=1),
             "asp tracking 1.0% lookahead 1 DS=3",
@@ -91,6 +93,8 @@ def test_each_site_shuffles_differently_but_reproducibly() -> None:
         "sharded",
         "floor",
         "flush",
+        "sync-at-skew",
+        "never-synchronous",
         "tracking",
         "uncapped",
         "capped",
